@@ -10,7 +10,7 @@ export default defineConfig({
             main: "./src/edge/worker.ts",
             wrangler: { configPath: "./wrangler.toml" },
             miniflare: {
-              bindings: { ORIGIN_URL: `http://127.0.0.1:${inject<number>("fakeOriginPort")}` },
+              bindings: { FAKE_ORIGIN: `http://127.0.0.1:${inject<number>("fakeOriginPort")}` },
             },
           })),
         ],

@@ -1,0 +1,107 @@
+// Starting the pieces of the stack as child processes on loopback, for `npm start`, the byte-budget
+// measurement, the egress meter and end-to-end tests. Readiness is read from each process's own output,
+// never guessed with a sleep.
+import { type ChildProcess, spawn } from "node:child_process";
+import { createServer } from "node:net";
+import { resolve } from "node:path";
+
+const ROOT = resolve(import.meta.dirname, "../..");
+const BIN = resolve(ROOT, "node_modules/.bin");
+
+export interface Running {
+  url: string;
+  port: number;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** A port that was free a moment ago on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => (typeof address === "object" && address ? resolvePort(address.port) : reject(new Error("no port"))));
+    });
+  });
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolveStop) => {
+    child.once("exit", () => resolveStop());
+    // Wrangler runs workerd as its own child: signal the whole group.
+    try {
+      process.kill(-child.pid!, "SIGTERM");
+    } catch {
+      child.kill("SIGTERM");
+    }
+  });
+}
+
+/** Spawns `command` and resolves once a line of its output matches `ready`; rejects if it exits first. */
+function spawnUntilReady(
+  name: string,
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  ready: RegExp,
+  echo: boolean,
+): Promise<ChildProcess> {
+  const child = spawn(command, args, { cwd: ROOT, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  return new Promise((resolveReady, reject) => {
+    let output = "";
+    const onData = (chunk: Buffer) => {
+      const text = chunk.toString();
+      output += text;
+      if (echo) process.stderr.write(text.replace(/^/gm, `[${name}] `));
+      if (ready.test(output)) resolveReady(child);
+    };
+    child.stdout!.on("data", onData);
+    child.stderr!.on("data", onData);
+    child.once("exit", (code) => reject(new Error(`${name} exited (${code}) before it was ready:\n${output.slice(-3000)}`)));
+  });
+}
+
+export interface OriginOptions {
+  port?: number;
+  databasePath: string;
+  seedItems?: number;
+  token?: string;
+  extraEnv?: Record<string, string>;
+  echo?: boolean;
+}
+
+/** The origin cache service (`src/origin/main.ts`) under Node 22. */
+export async function startOrigin(options: OriginOptions): Promise<Running> {
+  const port = options.port ?? (await freePort());
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    HOST: "127.0.0.1",
+    PORT: String(port),
+    DATABASE_URL: options.databasePath,
+    SEED_SAMPLE_ITEMS: String(options.seedItems ?? 0),
+    ...(options.token ? { ORIGIN_TOKEN: options.token } : {}),
+    ...options.extraEnv,
+  };
+  const child = await spawnUntilReady("origin", resolve(BIN, "node"), ["src/origin/main.ts"], env, /listening on/i, options.echo ?? false);
+  return { url: `http://127.0.0.1:${port}`, port, child, stop: () => stopChild(child) };
+}
+
+export interface WorkerOptions {
+  port?: number;
+  vars: Record<string, string>;
+  echo?: boolean;
+  extraArgs?: string[];
+}
+
+/** The worker under `wrangler dev` (local workerd), with `--var NAME:VALUE` for each var. */
+export async function startWranglerDev(options: WorkerOptions): Promise<Running> {
+  const port = options.port ?? (await freePort());
+  const varArgs = Object.entries(options.vars).flatMap(([name, value]) => ["--var", `${name}:${value}`]);
+  const env = { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", NO_COLOR: "1" };
+  const args = ["dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(await freePort()), "--show-interactive-dev-session=false", ...varArgs, ...(options.extraArgs ?? [])];
+  const child = await spawnUntilReady("worker", resolve(BIN, "wrangler"), args, env, /Ready on http/, options.echo ?? false);
+  return { url: `http://127.0.0.1:${port}`, port, child, stop: () => stopChild(child) };
+}

@@ -1,0 +1,21 @@
+import type { CorsPolicy } from "./cors-policy.ts";
+import { addVaryOrigin } from "./vary.ts";
+
+/**
+ * Adds the CORS headers of an actual (non-preflight) response to `headers`, which must be mutable and
+ * already free of the origin's own Access-Control-* headers. Only an allowed Origin learns anything;
+ * under an allow-list every response varies by Origin, including those to requests without one.
+ */
+export function decorateActualResponse(policy: CorsPolicy, origin: string | null, headers: Headers): void {
+  if (policy.off) return;
+  if (policy.anyOrigin) {
+    headers.set("Access-Control-Allow-Origin", "*");
+    if (policy.exposeHeaders !== "") headers.set("Access-Control-Expose-Headers", policy.exposeHeaders);
+    return;
+  }
+  addVaryOrigin(headers);
+  if (origin === null || !policy.allowsOrigin(origin)) return;
+  headers.set("Access-Control-Allow-Origin", origin);
+  if (policy.credentials) headers.set("Access-Control-Allow-Credentials", "true");
+  if (policy.exposeHeaders !== "") headers.set("Access-Control-Expose-Headers", policy.exposeHeaders);
+}

@@ -1,0 +1,34 @@
+import type { CorsSpec } from "../config/parse-cors.ts";
+import { compileOriginMatcher, type OriginMatcher } from "./origin-matcher.ts";
+
+/** A CorsSpec turned into what each request needs: Set lookups and header values prepared once. */
+export interface CorsPolicy {
+  /** No origins configured: no CORS headers and no `Vary`, and every preflight fails. */
+  readonly off: boolean;
+  readonly anyOrigin: boolean;
+  readonly allowsOrigin: OriginMatcher;
+  readonly anyMethod: boolean;
+  readonly methods: ReadonlySet<string>;
+  readonly anyHeader: boolean;
+  readonly headers: ReadonlySet<string>;
+  readonly exposeHeaders: string;
+  readonly credentials: boolean;
+  readonly maxAge: string;
+  readonly privateNetwork: boolean;
+}
+
+export function compileCorsPolicy(spec: CorsSpec): CorsPolicy {
+  return {
+    off: !spec.anyOrigin && spec.exactOrigins.length === 0 && spec.originPatterns.length === 0,
+    anyOrigin: spec.anyOrigin,
+    allowsOrigin: spec.anyOrigin ? () => true : compileOriginMatcher(spec.exactOrigins, spec.originPatterns),
+    anyMethod: spec.anyMethod,
+    methods: new Set(spec.methods),
+    anyHeader: spec.anyHeader,
+    headers: new Set(spec.headers),
+    exposeHeaders: spec.exposeHeaders,
+    credentials: spec.credentials,
+    maxAge: spec.maxAge,
+    privateNetwork: spec.privateNetwork,
+  };
+}

@@ -7,6 +7,7 @@ import { compileCorsPolicy, type CorsPolicy } from "./cors/cors-policy.ts";
 export interface EdgeConfig {
   cors: CorsPolicy;
   origin: OriginSpec;
+  edgeCacheTtlSeconds: number;
 }
 
 let compiled: { vars: EdgeVars; config: EdgeConfig | ConfigError } | undefined;
@@ -21,7 +22,7 @@ export function edgeConfigFor(vars: EdgeVars): EdgeConfig | ConfigError {
   let config: EdgeConfig | ConfigError;
   try {
     const spec = parseEdgeConfig(vars);
-    config = { cors: compileCorsPolicy(spec.cors), origin: spec.origin };
+    config = { cors: compileCorsPolicy(spec.cors), origin: spec.origin, edgeCacheTtlSeconds: spec.edgeCacheTtlSeconds };
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     console.error(error.message);

@@ -10,10 +10,12 @@ export interface EdgeVars {
   CORS_ALLOW_CREDENTIALS?: string;
   CORS_MAX_AGE?: string;
   CORS_ALLOW_PRIVATE_NETWORK?: string;
+  EDGE_CACHE_TTL?: string;
 }
 
 export const EDGE_DEFAULTS = {
   ORIGIN_URL: "http://127.0.0.1:8788",
   ORIGIN_TIMEOUT_MS: "5000",
   CORS_ALLOW_METHODS: "GET,HEAD",
+  EDGE_CACHE_TTL: "60",
 } as const;

@@ -11,19 +11,25 @@ export interface FakeOrigin {
   url: string;
   /** Every request that reached the origin for this test, in order. */
   requests(): Promise<RecordedRequest[]>;
+  /** Changes how the origin answers from now on (an item changed, a fault started). */
+  answer(scenario: Scenario): Promise<void>;
 }
 
 /** A fresh scenario on the loopback fake origin, isolated from every other test by its unique base path. */
 export async function fakeOrigin(scenario: Scenario = {}): Promise<FakeOrigin> {
   const name = crypto.randomUUID();
-  const control = await fetch(`${env.FAKE_ORIGIN}/__control/scenario/${name}`, {
-    method: "POST",
-    body: JSON.stringify(scenario),
-  });
-  if (control.status !== 204) throw new Error(`fake origin refused the scenario: ${control.status}`);
+  const answer = async (next: Scenario) => {
+    const control = await fetch(`${env.FAKE_ORIGIN}/__control/scenario/${name}`, {
+      method: "POST",
+      body: JSON.stringify(next),
+    });
+    if (control.status !== 204) throw new Error(`fake origin refused the scenario: ${control.status}`);
+  };
+  await answer(scenario);
   return {
     url: `${env.FAKE_ORIGIN}/t/${name}`,
     requests: async () => (await fetch(`${env.FAKE_ORIGIN}/__control/log/${name}`)).json<RecordedRequest[]>(),
+    answer,
   };
 }
 

@@ -1,0 +1,138 @@
+import type { OriginSpec } from "../config/parse-origin.ts";
+import { stripResponseHeaders } from "../headers/strip.ts";
+import { countOriginBytes } from "../meter/origin-usage.ts";
+import { fetchItem } from "../proxy/fetch-item.ts";
+import type { ItemReader } from "../respond.ts";
+import { etagMatches } from "./etag.ts";
+
+// Stored-copy-only headers, never served: when the entry stops being fresh (ms since the epoch), and the
+// origin's own Cache-Control. The Cache API evicts by Cache-Control, so the stored copy carries RETAIN
+// instead: entries must outlive EDGE_CACHE_TTL so that a stale one is revalidated with a 304, not refetched.
+const FRESH_UNTIL = "x-slim-edge-fresh-until";
+const ORIGIN_CACHE_CONTROL = "x-slim-edge-cache-control";
+const RETAIN = "max-age=604800";
+
+export interface EdgeCacheOptions {
+  cache: Cache;
+  origin: OriginSpec;
+  /** Seconds an entry is served without asking the origin; 0 revalidates every read. */
+  ttlSeconds: number;
+  waitUntil(promise: Promise<unknown>): void;
+}
+
+/**
+ * Item reads through the edge cache. The cache holds the origin's cleaned, CORS-free 200 (CORS is added
+ * per request afterwards, so one entry serves every Origin). Fresh: served with no origin bytes. Stale:
+ * revalidated with the entry's ETag; a 304 refreshes it and the cached body is served. A client whose
+ * If-None-Match matches gets a 304 from the edge.
+ */
+export function cachedItemReader(options: EdgeCacheOptions): ItemReader {
+  const { cache, origin, ttlSeconds, waitUntil } = options;
+  return async (id, method, request, usage) => {
+    const key = `${origin.url}/items/${id}`;
+    const cached = await cache.match(key);
+    const clientTag = request.headers.get("if-none-match");
+
+    if (cached && Number(cached.headers.get(FRESH_UNTIL)) > Date.now()) {
+      if (usage) usage.requestClass = "cache-hit";
+      return serveCached(cached, method, clientTag);
+    }
+
+    if (cached) {
+      const revalidation = new Headers(request.headers);
+      revalidation.set("if-none-match", cached.headers.get("etag") ?? "");
+      revalidation.delete("if-modified-since");
+      const fetched = await fetchItem(origin, id, "GET", revalidation);
+      if (!(fetched instanceof Response)) return fetched;
+      const response = countOriginBytes(fetched, usage, "cache-revalidate");
+      if (response.status === 304) {
+        await response.body?.cancel();
+        const refreshed = storable(cached.headers, ttlSeconds, response.headers);
+        const [toCache, toClient] = cached.body ? cached.body.tee() : [null, null];
+        store(key, new Response(toCache, { status: 200, headers: refreshed }));
+        return serveCached(new Response(toClient, { status: 200, headers: refreshed }), method, clientTag);
+      }
+      return fill(response, key, { fetchedWithGet: true, replacesEntry: true, method, clientTag });
+    }
+
+    const fetched = await fetchItem(origin, id, method, request.headers);
+    if (!(fetched instanceof Response)) return fetched;
+    const response = countOriginBytes(fetched, usage, "cache-miss");
+    return fill(response, key, { fetchedWithGet: method === "GET", replacesEntry: false, method, clientTag });
+  };
+
+  /** A failed store (the origin reset mid-body, say) only means the next read is a miss. */
+  function store(key: string, response: Response) {
+    waitUntil(cache.put(key, response).catch((error: unknown) => console.warn(`edge cache: not stored: ${String(error)}`)));
+  }
+
+  /** Stores a cacheable 200 (a stale entry answered otherwise is dropped), then answers the client. */
+  function fill(response: Response, key: string, how: FillContext): Response {
+    const { method, clientTag } = how;
+    if (response.status !== 200 || !how.fetchedWithGet || !cacheable(response.headers)) {
+      if (how.replacesEntry) waitUntil(cache.delete(key));
+      return response;
+    }
+    const headers = storable(stripResponseHeaders(response.headers), ttlSeconds);
+    const [toCache, toClient] = response.body ? response.body.tee() : [null, null];
+    store(key, new Response(toCache, { status: 200, headers }));
+    return serveCached(new Response(toClient, { status: 200, headers }), method, clientTag);
+  }
+}
+
+interface FillContext {
+  /** Only a GET's 200 carries the body an entry needs. */
+  fetchedWithGet: boolean;
+  /** The response answers a revalidation: a stale entry exists and must not outlive a non-200. */
+  replacesEntry: boolean;
+  method: "GET" | "HEAD";
+  clientTag: string | null;
+}
+
+/**
+ * The origin's `Cache-Control: no-store` and `private` keep a response out of the shared edge cache, and
+ * so does `Vary: *` (it can never be reused; the Cache API refuses it).
+ */
+function cacheable(headers: Headers): boolean {
+  const cacheControl = headers.get("cache-control");
+  if (cacheControl !== null && /(^|[\s,])(no-store|private)([\s,=]|$)/i.test(cacheControl)) return false;
+  return !/(^|[\s,])\*([\s,]|$)/.test(headers.get("vary") ?? "");
+}
+
+/**
+ * Headers to store: the cleaned origin headers, refreshed by a revalidating 304's own headers (RFC 9111
+ * §4.3.4), with the freshness deadline. `no-cache` from the origin makes the entry stale at once, so every
+ * read revalidates it.
+ */
+function storable(base: Headers, ttlSeconds: number, update?: Headers): Headers {
+  const headers = new Headers(base);
+  if (update) {
+    for (const [name, value] of stripResponseHeaders(update)) if (name !== "content-length") headers.set(name, value);
+  }
+  const originCacheControl = update?.get("cache-control") ?? base.get(ORIGIN_CACHE_CONTROL) ?? base.get("cache-control");
+  if (originCacheControl !== null && originCacheControl !== RETAIN) headers.set(ORIGIN_CACHE_CONTROL, originCacheControl);
+  const noCache = /(^|[\s,])no-cache([\s,=]|$)/i.test(originCacheControl ?? "");
+  headers.set(FRESH_UNTIL, String(noCache ? 0 : Date.now() + ttlSeconds * 1000));
+  headers.set("cache-control", RETAIN);
+  return headers;
+}
+
+/** A cached entry as served: 304 when the client already holds it, else the body (none for HEAD). */
+function serveCached(cached: Response, method: string, clientTag: string | null): Response {
+  const etag = cached.headers.get("etag");
+  if (clientTag !== null && etag !== null && etagMatches(clientTag, etag)) {
+    void cached.body?.cancel();
+    return new Response(null, { status: 304, headers: { etag } });
+  }
+  const headers = new Headers(cached.headers);
+  const originCacheControl = headers.get(ORIGIN_CACHE_CONTROL);
+  headers.delete(FRESH_UNTIL);
+  headers.delete(ORIGIN_CACHE_CONTROL);
+  if (originCacheControl === null) headers.delete("cache-control");
+  else headers.set("cache-control", originCacheControl);
+  if (method === "HEAD") {
+    void cached.body?.cancel();
+    return new Response(null, { status: 200, headers });
+  }
+  return new Response(cached.body, { status: 200, headers });
+}

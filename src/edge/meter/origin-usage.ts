@@ -1,0 +1,44 @@
+/** What one edge request cost the origin, for the production egress meter. */
+export interface OriginUsage {
+  requestClass: string;
+  /** 0 when the origin was not asked. */
+  originStatus: number;
+  /** Status line + header lines + blank line, as HTTP/1.1 would carry them. */
+  headBytes: number;
+  /** Counted as the body streams through; final when `bodyDone` resolves. */
+  bodyBytes: number;
+  bodyDone: Promise<void>;
+}
+
+export function newOriginUsage(requestClass: string): OriginUsage {
+  return { requestClass, originStatus: 0, headBytes: 0, bodyBytes: 0, bodyDone: Promise.resolve() };
+}
+
+/** The HTTP/1.1 size of a response head. workerd does not expose wire bytes, so this is computed. */
+export function headBytesOf(response: Response): number {
+  let bytes = `HTTP/1.1 ${response.status} ${response.statusText}\r\n`.length + 2;
+  for (const [name, value] of response.headers) bytes += name.length + value.length + 4;
+  return bytes;
+}
+
+/**
+ * Records an origin response in `usage` and returns it with its body counted as it streams (unchanged when
+ * nobody meters). Counting rides along the stream: no buffering, one extra TransformStream.
+ */
+export function countOriginBytes(response: Response, usage: OriginUsage | undefined, requestClass: string): Response {
+  if (!usage) return response;
+  usage.requestClass = requestClass;
+  usage.originStatus = response.status;
+  usage.headBytes += headBytesOf(response);
+  if (!response.body) return response;
+  let finished!: () => void;
+  usage.bodyDone = new Promise((resolve) => (finished = resolve));
+  const counter = new TransformStream<Uint8Array, Uint8Array>({
+    transform(chunk, controller) {
+      usage.bodyBytes += chunk.byteLength;
+      controller.enqueue(chunk);
+    },
+    flush: () => finished(),
+  });
+  return new Response(response.body.pipeThrough(counter), response);
+}

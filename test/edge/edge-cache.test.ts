@@ -1,0 +1,185 @@
+import { describe, expect, it } from "vitest";
+import type { EdgeVars } from "../../src/edge/config/edge-vars.ts";
+import { ALLOW_LIST, callEdge, fakeOrigin, type Scenario } from "./support/edge.ts";
+
+const V1: Scenario = { status: 200, headers: [["ETag", '"v1"']], body: '{"v":1}' };
+const V2: Scenario = { status: 200, headers: [["ETag", '"v2"']], body: '{"v":2}' };
+const NOT_MODIFIED: Scenario = { status: 304, headers: [["ETag", '"v1"']], body: "" };
+const FRESH: EdgeVars = { ...ALLOW_LIST, EDGE_CACHE_TTL: "3600" };
+// TTL 0: every read finds its entry stale, so revalidation is exercised without waiting for time to pass.
+const ALWAYS_STALE: EdgeVars = { ...ALLOW_LIST, EDGE_CACHE_TTL: "0" };
+
+function ifNoneMatchOf(request: { headers: [string, string][] } | undefined): string | undefined {
+  return request?.headers.find(([name]) => name.toLowerCase() === "if-none-match")?.[1];
+}
+
+describe("edge cache", () => {
+  it("serves a fresh entry with no origin request", async () => {
+    const origin = await fakeOrigin(V1);
+    const vars = { ...FRESH, ORIGIN_URL: origin.url };
+    const first = await callEdge(vars, "/items/1");
+    expect(await first.text()).toBe('{"v":1}');
+    const second = await callEdge(vars, "/items/1");
+    expect(second.status).toBe(200);
+    expect(second.headers.get("etag")).toBe('"v1"');
+    expect(second.headers.get("content-type")).toBe("application/json");
+    expect(await second.text()).toBe('{"v":1}');
+    expect(await origin.requests()).toHaveLength(1);
+    expect([...second.headers.keys()].filter((name) => name.startsWith("x-slim-edge"))).toEqual([]);
+  });
+
+  it("revalidates a stale entry with If-None-Match and serves the cached body on a 304", async () => {
+    const origin = await fakeOrigin(V1);
+    const vars = { ...ALWAYS_STALE, ORIGIN_URL: origin.url };
+    await (await callEdge(vars, "/items/1")).text();
+    await origin.answer(NOT_MODIFIED);
+    const res = await callEdge(vars, "/items/1");
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe('{"v":1}');
+    const [, revalidation] = await origin.requests();
+    expect(ifNoneMatchOf(revalidation)).toBe('"v1"');
+    // The refreshed entry is still there for the next revalidation.
+    expect(await (await callEdge(vars, "/items/1")).text()).toBe('{"v":1}');
+  });
+
+  it("replaces the entry when the origin answers a new ETag", async () => {
+    const origin = await fakeOrigin(V1);
+    await (await callEdge({ ...ALWAYS_STALE, ORIGIN_URL: origin.url }, "/items/1")).text();
+    await origin.answer(V2);
+    const changed = await callEdge({ ...ALWAYS_STALE, ORIGIN_URL: origin.url }, "/items/1");
+    expect(changed.headers.get("etag")).toBe('"v2"');
+    expect(await changed.text()).toBe('{"v":2}');
+    await origin.answer({ ...NOT_MODIFIED, headers: [["ETag", '"v2"']] });
+    const revalidated = await callEdge({ ...ALWAYS_STALE, ORIGIN_URL: origin.url }, "/items/1");
+    expect(await revalidated.text()).toBe('{"v":2}');
+    expect(ifNoneMatchOf((await origin.requests())[2])).toBe('"v2"');
+  });
+
+  it.each(["no-store", "private", "private, max-age=60"])("honours the origin's Cache-Control: %s", async (cacheControl) => {
+    const origin = await fakeOrigin({ ...V1, headers: [...V1.headers!, ["Cache-Control", cacheControl]] });
+    const vars = { ...FRESH, ORIGIN_URL: origin.url };
+    for (let i = 0; i < 2; i++) {
+      const res = await callEdge(vars, "/items/1");
+      expect(res.headers.get("cache-control")).toBe(cacheControl);
+      await res.text();
+    }
+    expect(await origin.requests()).toHaveLength(2);
+  });
+
+  it("does not cache a response with Vary: *", async () => {
+    const origin = await fakeOrigin({ ...V1, headers: [...V1.headers!, ["Vary", "*"]] });
+    const vars = { ...FRESH, ORIGIN_URL: origin.url };
+    for (let i = 0; i < 2; i++) expect((await callEdge(vars, "/items/1")).headers.get("vary")).toBe("*");
+    expect(await origin.requests()).toHaveLength(2);
+  });
+
+  it("keeps the origin's Cache-Control on responses served from the cache", async () => {
+    const origin = await fakeOrigin({ ...V1, headers: [...V1.headers!, ["Cache-Control", "max-age=30"]] });
+    const vars = { ...FRESH, ORIGIN_URL: origin.url };
+    await (await callEdge(vars, "/items/1")).text();
+    const res = await callEdge(vars, "/items/1");
+    expect(res.headers.get("cache-control")).toBe("max-age=30");
+    expect(await origin.requests()).toHaveLength(1);
+  });
+
+  it("revalidates every read of an entry the origin marked no-cache", async () => {
+    const origin = await fakeOrigin({ ...V1, headers: [...V1.headers!, ["Cache-Control", "no-cache"]] });
+    const vars = { ...FRESH, ORIGIN_URL: origin.url };
+    await (await callEdge(vars, "/items/1")).text();
+    await origin.answer({ ...NOT_MODIFIED });
+    expect(await (await callEdge(vars, "/items/1")).text()).toBe('{"v":1}');
+    expect(await origin.requests()).toHaveLength(2);
+  });
+
+  it("does not cache a 404: a created item is visible at once", async () => {
+    const origin = await fakeOrigin({ status: 404, body: "" });
+    const vars = { ...FRESH, ORIGIN_URL: origin.url };
+    expect((await callEdge(vars, "/items/new")).status).toBe(404);
+    await origin.answer(V1);
+    expect((await callEdge(vars, "/items/new")).status).toBe(200);
+  });
+
+  it("serves every Origin from one entry, each with its own CORS headers", async () => {
+    const origin = await fakeOrigin(V1);
+    const vars = { ...FRESH, ORIGIN_URL: origin.url };
+    const answers: Array<[string | null, string | null]> = [];
+    for (const requestOrigin of ["https://app.example.com", "https://a.preview.example.com", "https://evil.example.net", null]) {
+      const res = await callEdge(vars, "/items/1", { headers: requestOrigin ? { origin: requestOrigin } : {} });
+      expect(await res.text()).toBe('{"v":1}');
+      expect(res.headers.get("vary")).toBe("origin");
+      answers.push([requestOrigin, res.headers.get("access-control-allow-origin")]);
+    }
+    expect(answers).toEqual([
+      ["https://app.example.com", "https://app.example.com"],
+      ["https://a.preview.example.com", "https://a.preview.example.com"],
+      ["https://evil.example.net", null],
+      [null, null],
+    ]);
+    expect(await origin.requests()).toHaveLength(1);
+  });
+
+  it("answers a client's matching If-None-Match with a 304 at the edge", async () => {
+    const origin = await fakeOrigin(V1);
+    const vars = { ...FRESH, ORIGIN_URL: origin.url };
+    await (await callEdge(vars, "/items/1")).text();
+    for (const tag of ['"v1"', 'W/"v1"', '"v0", "v1"', "*"]) {
+      const res = await callEdge(vars, "/items/1", { headers: { "if-none-match": tag, origin: "https://app.example.com" } });
+      expect(res.status).toBe(304);
+      expect(res.body).toBeNull();
+      expect(res.headers.get("etag")).toBe('"v1"');
+      expect(res.headers.get("access-control-allow-origin")).toBe("https://app.example.com");
+    }
+    const other = await callEdge(vars, "/items/1", { headers: { "if-none-match": '"v0"' } });
+    expect(other.status).toBe(200);
+    expect(await other.text()).toBe('{"v":1}');
+    expect(await origin.requests()).toHaveLength(1);
+  });
+
+  it("answers HEAD from the cache without a body", async () => {
+    const origin = await fakeOrigin(V1);
+    const vars = { ...FRESH, ORIGIN_URL: origin.url };
+    await (await callEdge(vars, "/items/1")).text();
+    const res = await callEdge(vars, "/items/1", { method: "HEAD" });
+    expect(res.status).toBe(200);
+    expect(res.body).toBeNull();
+    expect(res.headers.get("etag")).toBe('"v1"');
+    expect(await origin.requests()).toHaveLength(1);
+  });
+
+  it("passes the client's conditional request through on a miss, and caches nothing from a 304", async () => {
+    const origin = await fakeOrigin(NOT_MODIFIED);
+    const vars = { ...FRESH, ORIGIN_URL: origin.url };
+    const res = await callEdge(vars, "/items/1", { headers: { "if-none-match": '"v1"' } });
+    expect(res.status).toBe(304);
+    expect(ifNoneMatchOf((await origin.requests())[0])).toBe('"v1"');
+    await origin.answer(V1);
+    expect(await (await callEdge(vars, "/items/1")).text()).toBe('{"v":1}');
+  });
+});
+
+describe("edge cache with HEAD and failures", () => {
+  it("refreshes a stale entry with a GET even when the client asked with HEAD", async () => {
+    const origin = await fakeOrigin(V1);
+    const vars = { ...ALWAYS_STALE, ORIGIN_URL: origin.url };
+    await (await callEdge(vars, "/items/1")).text();
+    await origin.answer(V2);
+    const head = await callEdge(vars, "/items/1", { method: "HEAD" });
+    expect(head.body).toBeNull();
+    expect(head.headers.get("etag")).toBe('"v2"');
+    await origin.answer({ ...NOT_MODIFIED, headers: [["ETag", '"v2"']] });
+    expect(await (await callEdge(vars, "/items/1")).text()).toBe('{"v":2}');
+    expect((await origin.requests()).map((r) => r.method)).toEqual(["GET", "GET", "GET"]);
+  });
+
+  it("drops a stale entry when the item is gone", async () => {
+    const origin = await fakeOrigin(V1);
+    const vars = { ...ALWAYS_STALE, ORIGIN_URL: origin.url };
+    await (await callEdge(vars, "/items/1")).text();
+    await origin.answer({ status: 404, body: "" });
+    expect((await callEdge(vars, "/items/1")).status).toBe(404);
+    await origin.answer(V2);
+    const next = await callEdge(vars, "/items/1");
+    expect(await next.text()).toBe('{"v":2}');
+    expect(ifNoneMatchOf((await origin.requests())[2])).toBeUndefined();
+  });
+});

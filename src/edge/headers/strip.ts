@@ -1,0 +1,52 @@
+// Internal-header stripping, loop inverted: walk the message's own 10-30 headers once and ask the compiled
+// lookup about each (most answers are a miss that ends at the first switch), instead of deleting each of the
+// 100+ listed names. The Headers is copied only when something must go: incoming request headers and
+// fetch() response headers are immutable in workerd, and a copy costs microseconds. The copy is made with
+// `new Headers(headers)` (one native copy that keeps every value, order and duplicate as they were) at the
+// first match, and the matches are deleted from the copy, never from the Headers being iterated.
+//
+// The lookups are generated from src/edge/internal-headers.txt by scripts/gen-internal-headers.ts.
+
+import { isInternalRequestHeader, isInternalResponseHeader } from "./internal-headers.generated.ts";
+
+export {
+  INTERNAL_REQUEST_NAMES,
+  INTERNAL_REQUEST_PREFIXES,
+  INTERNAL_RESPONSE_NAMES,
+  INTERNAL_RESPONSE_PREFIXES,
+  isInternalRequestHeader,
+  isInternalResponseHeader,
+} from "./internal-headers.generated.ts";
+
+/**
+ * Client request headers → the headers to forward to the origin. Returns `headers` itself when nothing is
+ * internal, else a new Headers without the internal names (x-origin-token among them: a client can never
+ * supply it). The result may be the incoming, immutable object: copy it before setting the worker's own
+ * x-origin-token or anything else on it.
+ */
+export function stripRequestHeaders(headers: Headers): Headers {
+  let out: Headers | undefined;
+  for (const name of headers.keys()) {
+    if (isInternalRequestHeader(name)) {
+      if (out === undefined) out = new Headers(headers);
+      out.delete(name);
+    }
+  }
+  return out ?? headers;
+}
+
+/**
+ * Origin response headers → the headers to send to the client. Returns `headers` itself when nothing is
+ * internal, else a new Headers without the internal names and without any access-control-* (the edge's CORS
+ * is the only CORS a browser sees).
+ */
+export function stripResponseHeaders(headers: Headers): Headers {
+  let out: Headers | undefined;
+  for (const name of headers.keys()) {
+    if (isInternalResponseHeader(name)) {
+      if (out === undefined) out = new Headers(headers);
+      out.delete(name);
+    }
+  }
+  return out ?? headers;
+}

@@ -1,29 +1,65 @@
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
+import { parse } from "smol-toml";
 import { defineConfig } from "vitest/config";
+import { SNIPPET_TEST_BUILDS } from "./test/snippet/snippet-test-vars.ts";
+
+const root = (path: string) => fileURLToPath(new URL(path, import.meta.url));
+const { compatibility_date: compatibilityDate } = parse(readFileSync(root("./wrangler.toml"), "utf8")) as { compatibility_date: string };
 
 export default defineConfig({
   test: {
     projects: [
       {
         plugins: [
-          cloudflareTest(({ inject }) => ({
-            main: "./src/edge/worker.ts",
-            wrangler: { configPath: "./wrangler.toml" },
-            miniflare: {
-              bindings: { FAKE_ORIGIN: `http://127.0.0.1:${inject<number>("fakeOriginPort")}` },
-            },
-          })),
+          cloudflareTest(({ inject }) => {
+            const fakeOrigin = `http://127.0.0.1:${inject<number>("fakeOriginPort")}`;
+            return {
+              main: "./src/edge/worker.ts",
+              wrangler: { configPath: "./wrangler.toml" },
+              miniflare: {
+                bindings: { FAKE_ORIGIN: fakeOrigin },
+                // The built Snippets (test/snippet/build-snippets-setup.ts), one per shared-case policy, each
+                // reached through a service binding; their fetch() goes to the zone-origin stand-in.
+                serviceBindings: Object.fromEntries(SNIPPET_TEST_BUILDS.map((build) => [build.binding, build.worker])),
+                workers: [
+                  ...SNIPPET_TEST_BUILDS.map((build) => ({
+                    name: build.worker,
+                    modules: true,
+                    scriptPath: root(`./${build.outfile}`),
+                    compatibilityDate,
+                    outboundService: "zone-origin",
+                  })),
+                  {
+                    name: "zone-origin",
+                    modules: true,
+                    scriptPath: root("./test/snippet/zone-origin-worker.js"),
+                    compatibilityDate,
+                    bindings: { FAKE_ORIGIN: fakeOrigin },
+                  },
+                ],
+              },
+            };
+          }),
         ],
         test: {
           name: "edge",
           include: ["test/edge/**/*.test.ts"],
-          globalSetup: ["test/support/node/fake-origin-setup.ts"],
+          globalSetup: ["test/support/node/fake-origin-setup.ts", "test/snippet/build-snippets-setup.ts"],
         },
       },
       {
         test: {
           name: "node",
           include: ["test/origin/**/*.test.ts", "test/node/**/*.test.ts"],
+          environment: "node",
+        },
+      },
+      {
+        test: {
+          name: "snippet-scripts",
+          include: ["test/snippet/**/*.test.ts"],
           environment: "node",
         },
       },

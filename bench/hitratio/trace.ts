@@ -1,0 +1,100 @@
+import { existsSync, readFileSync } from "node:fs";
+import { gunzipSync } from "node:zlib";
+
+/** A request stream with its keys interned: `requests[i]` indexes `keys`. */
+export interface Trace {
+  name: string;
+  requests: Int32Array;
+  /** Distinct keys as the strings a cache would see. */
+  keys: string[];
+}
+
+/** Read a LIRS trace (gzip or plain text; one integer key per line; `*` lines are breakpoints, not keys). */
+export function readLirsTrace(path: string, name: string): Trace {
+  if (!existsSync(path)) {
+    throw new Error(
+      `trace file not found: ${path}\n  Pass --trace with a path to a .lirs.gz file (see ../shared/traces/README.md), ` +
+        `a trace name from that directory (gli, web07, web12), or --trace zipf.`,
+    );
+  }
+  const bytes = readFileSync(path);
+  const gzipped = bytes[0] === 0x1f && bytes[1] === 0x8b;
+  let text: string;
+  try {
+    text = (gzipped ? gunzipSync(bytes) : bytes).toString("latin1");
+  } catch (error) {
+    throw new Error(`${path}: not a readable gzip file (${error instanceof Error ? error.message : String(error)})`);
+  }
+  const ids = new Map<string, number>();
+  const keys: string[] = [];
+  const requests: number[] = [];
+  let lineNumber = 0;
+  for (const raw of text.split("\n")) {
+    lineNumber++;
+    const line = raw.trim();
+    if (line === "" || line === "*") continue;
+    if (!/^-?\d+$/.test(line)) {
+      throw new Error(`${path}:${lineNumber}: expected an integer key or '*', got ${JSON.stringify(line.slice(0, 40))}`);
+    }
+    const key = String(Number(line));
+    let id = ids.get(key);
+    if (id === undefined) {
+      id = keys.length;
+      ids.set(key, id);
+      keys.push(key);
+    }
+    requests.push(id);
+  }
+  return { name, requests: Int32Array.from(requests), keys };
+}
+
+export interface ZipfOptions {
+  exponent: number;
+  keyCount: number;
+  requestCount: number;
+  seed: number;
+}
+
+/** The README's synthetic trace: Zipf(s = 0.93) over 100,000 keys, 2,000,000 requests, fixed seed. */
+export const ZIPF_DEFAULTS: ZipfOptions = { exponent: 0.93, keyCount: 100_000, requestCount: 2_000_000, seed: 42 };
+
+/**
+ * A deterministic Zipf trace: key of rank r (1-based) is requested with probability ∝ r^-s. Ranks
+ * are drawn by inverting the exact CDF (binary search) with a seeded PRNG, so every run and every
+ * machine sees the same stream.
+ */
+export function zipfTrace(options: ZipfOptions = ZIPF_DEFAULTS): Trace {
+  const { exponent, keyCount, requestCount, seed } = options;
+  const cdf = new Float64Array(keyCount);
+  let total = 0;
+  for (let rank = 1; rank <= keyCount; rank++) {
+    total += rank ** -exponent;
+    cdf[rank - 1] = total;
+  }
+  const random = mulberry32(seed);
+  const requests = new Int32Array(requestCount);
+  for (let i = 0; i < requestCount; i++) {
+    const target = random() * total;
+    let low = 0;
+    let high = keyCount - 1;
+    while (low < high) {
+      const mid = (low + high) >>> 1;
+      if (cdf[mid]! < target) low = mid + 1;
+      else high = mid;
+    }
+    requests[i] = low;
+  }
+  const keys = Array.from({ length: keyCount }, (_, rank) => String(rank));
+  return { name: "zipf", requests, keys };
+}
+
+/** mulberry32: a small, well-mixed 32-bit PRNG; returns floats in [0, 1). */
+function mulberry32(seed: number): () => number {
+  let state = seed | 0;
+  return () => {
+    state = (state + 0x6d2b79f5) | 0;
+    let t = Math.imul(state ^ (state >>> 15), 1 | state);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

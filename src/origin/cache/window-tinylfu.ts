@@ -1,0 +1,349 @@
+import { FrequencySketch } from "./frequency-sketch.ts";
+import { SlotLists } from "./slot-lists.ts";
+import { WindowSizer } from "./window-sizer.ts";
+
+// Where a slot is.
+const WINDOW = 0;
+const PROBATION = 1;
+const PROTECTED = 2;
+const DETACHED = 3;
+
+// What a slot did before it reached its admission duel.
+const RETURNING = 1; // it is back soon after the filter rejected it
+const WINDOW_HIT = 2; // it was requested again while in the window
+
+const INITIAL_WINDOW_FRACTION = 0.01;
+const PROTECTED_FRACTION = 0.8;
+/** Candidates at least this popular win a lost duel 1 time in 128 (Caffeine's hash-flooding guard). */
+const ADMIT_HASHDOS_THRESHOLD = 6;
+/** Bound on entries moved between segments per operation, so every operation stays O(1). */
+const QUEUE_TRANSFER_THRESHOLD = 1000;
+/** Until the cache has held this many entries, size the sketch and ghosts for min(maximum, this). */
+const INITIAL_EXPECTED_ENTRIES = 1 << 16;
+
+/** Called for each slot the policy evicts, after the policy has forgotten it. */
+export type EvictListener = (slot: number) => void;
+
+/**
+ * The slim-edge eviction and admission policy: Window TinyLFU (Einziger, Friedman, Manes) as in
+ * Caffeine, with the window sized by ghost evidence instead of a hill climber.
+ *
+ * New entries enter a small LRU window. An entry leaving the window is a candidate: it duels the
+ * main space's LRU victim and enters only if the frequency sketch says it is more popular (or it
+ * was requested again while in the window). The main space is a segmented LRU: probation, and
+ * protected for entries hit while on probation. `WindowSizer` moves space between window and main.
+ *
+ * The policy knows slots, weights and key hashes only; the cache maps keys to slots and values.
+ * All state is in typed arrays indexed by slot; no per-entry objects.
+ */
+export class WindowTinyLfu {
+  readonly #lists = new SlotLists(3);
+  #segment = new Uint8Array(16);
+  #flags = new Uint8Array(16);
+  #weight = new Float64Array(16);
+  #hash = new Int32Array(16);
+  readonly #sketch: FrequencySketch;
+  readonly #sizer: WindowSizer;
+  readonly #onEvict: EvictListener;
+
+  readonly #maximum: number;
+  #windowMaximum: number;
+  #protectedMaximum: number;
+  #weightedSize = 0;
+  #windowWeight = 0;
+  #protectedWeight = 0;
+  #entries = 0;
+  #random = 0x2545f491;
+
+  constructor(maximum: number, onEvict: EvictListener) {
+    this.#maximum = maximum;
+    this.#onEvict = onEvict;
+    this.#windowMaximum = maximum - Math.floor((1 - INITIAL_WINDOW_FRACTION) * maximum);
+    this.#protectedMaximum = Math.floor(PROTECTED_FRACTION * (maximum - this.#windowMaximum));
+    const expectedEntries = Math.min(maximum, INITIAL_EXPECTED_ENTRIES);
+    this.#sketch = new FrequencySketch(expectedEntries);
+    this.#sizer = new WindowSizer(maximum, this.#windowMaximum, expectedEntries);
+  }
+
+  /** Sum of the weights of the slots the policy holds. */
+  get weightedSize(): number {
+    return this.#weightedSize;
+  }
+
+  /** A request found the slot. */
+  recordHit(slot: number): void {
+    this.#access(slot);
+  }
+
+  /** Take in a new slot (a miss being filled). May evict other slots, or this one (declined). */
+  add(slot: number, hash: number, weight: number): void {
+    this.#ensureSlots(slot + 1);
+    this.#hash[slot] = hash;
+    this.#weight[slot] = weight;
+    this.#flags[slot] = this.#sizer.onArrival(hash, weight) ? RETURNING : 0;
+    this.#segment[slot] = WINDOW;
+    this.#lists.pushTail(WINDOW, slot);
+    this.#windowWeight += weight;
+    this.#weightedSize += weight;
+    if (++this.#entries > this.#sketch.capacity) {
+      this.#sketch.ensureCapacity(this.#entries);
+      this.#sizer.ensureCapacity(this.#entries);
+    }
+    this.#sketch.increment(hash);
+    this.#maintain();
+  }
+
+  /** A held slot's value was replaced: it has a new weight and counts as a request. May evict. */
+  update(slot: number, weight: number): void {
+    const delta = weight - this.#weight[slot]!;
+    this.#weight[slot] = weight;
+    this.#weightedSize += delta;
+    const segment = this.#segment[slot];
+    if (segment === WINDOW) this.#windowWeight += delta;
+    else if (segment === PROTECTED) this.#protectedWeight += delta;
+    this.#access(slot);
+    this.#maintain();
+  }
+
+  /** Forget a held slot (deleted or expired); no eviction callback. */
+  remove(slot: number): void {
+    this.#detach(slot);
+  }
+
+  clear(): void {
+    this.#lists.clear();
+    this.#segment.fill(DETACHED);
+    this.#weightedSize = 0;
+    this.#windowWeight = 0;
+    this.#protectedWeight = 0;
+    this.#entries = 0;
+    this.#sketch.clear();
+    this.#sizer.clear();
+  }
+
+  #access(slot: number): void {
+    this.#sketch.increment(this.#hash[slot]!);
+    const segment = this.#segment[slot];
+    if (segment === WINDOW) {
+      this.#flags[slot]! |= WINDOW_HIT;
+      this.#lists.moveToTail(WINDOW, slot);
+    } else if (segment === PROTECTED) {
+      this.#lists.moveToTail(PROTECTED, slot);
+    } else if (this.#weight[slot]! > this.#protectedMaximum) {
+      this.#lists.moveToTail(PROBATION, slot);
+    } else {
+      // Promotion; the protected segment's overflow is demoted in #maintain.
+      this.#lists.moveToTail(PROTECTED, slot);
+      this.#segment[slot] = PROTECTED;
+      this.#protectedWeight += this.#weight[slot]!;
+    }
+  }
+
+  #maintain(): void {
+    if (this.#weightedSize > this.#maximum || this.#windowWeight > this.#windowMaximum) {
+      this.#evictFromMain(this.#evictFromWindow());
+    }
+    this.#demoteFromProtected();
+    this.#resizeWindow();
+  }
+
+  /** Move the window's overflow to probation's tail; returns the first slot moved, or -1. */
+  #evictFromWindow(): number {
+    let first = -1;
+    let slot = this.#lists.head(WINDOW);
+    while (this.#windowWeight > this.#windowMaximum && slot !== -1) {
+      const next = this.#lists.next(slot);
+      const weight = this.#weight[slot]!;
+      if (weight !== 0) {
+        this.#lists.moveToTail(PROBATION, slot);
+        this.#segment[slot] = PROBATION;
+        this.#windowWeight -= weight;
+        if (first === -1) first = slot;
+      }
+      slot = next;
+    }
+    return first;
+  }
+
+  /**
+   * Evict until the weight fits (Caffeine's `evictFromMain`): each candidate (an entry that just
+   * left the window, at probation's tail) duels the victim at probation's head, and the loser
+   * goes. Falls back to the protected segment and then the window when probation runs dry.
+   */
+  #evictFromMain(firstCandidate: number): void {
+    const lists = this.#lists;
+    let candidate = firstCandidate;
+    let candidateSegment = PROBATION;
+    let victimSegment = PROBATION;
+    let victim = lists.head(PROBATION);
+    while (this.#weightedSize > this.#maximum) {
+      if (candidate === -1 && candidateSegment === PROBATION) {
+        candidate = lists.head(WINDOW);
+        candidateSegment = WINDOW;
+      }
+      if (candidate === -1 && victim === -1) {
+        if (victimSegment === PROBATION) {
+          victim = lists.head(PROTECTED);
+          victimSegment = PROTECTED;
+          continue;
+        } else if (victimSegment === PROTECTED) {
+          victim = lists.head(WINDOW);
+          victimSegment = WINDOW;
+          continue;
+        }
+        break;
+      }
+      if (victim !== -1 && this.#weight[victim] === 0) {
+        victim = lists.next(victim);
+        continue;
+      } else if (candidate !== -1 && this.#weight[candidate] === 0) {
+        candidate = lists.next(candidate);
+        continue;
+      }
+      if (victim === -1) {
+        const evict = candidate;
+        candidate = lists.next(candidate);
+        this.#reject(evict);
+      } else if (candidate === -1) {
+        const evict = victim;
+        victim = lists.next(victim);
+        this.#evictVictim(evict);
+      } else if (candidate === victim) {
+        victim = lists.next(victim);
+        this.#reject(candidate);
+        candidate = -1;
+      } else if (this.#admit(candidate, victim)) {
+        const evict = victim;
+        victim = lists.next(victim);
+        this.#evictVictim(evict);
+        candidate = lists.next(candidate);
+      } else {
+        const evict = candidate;
+        candidate = lists.next(candidate);
+        this.#reject(evict);
+      }
+    }
+  }
+
+  /** The TinyLFU duel: does the candidate deserve the victim's place? */
+  #admit(candidate: number, victim: number): boolean {
+    const flags = this.#flags[candidate]!;
+    if ((flags & WINDOW_HIT) !== 0) return true;
+    const victimFrequency = this.#sketch.frequency(this.#hash[victim]!);
+    const candidateFrequency = this.#sketch.frequency(this.#hash[candidate]!) + (flags & RETURNING);
+    if (candidateFrequency > victimFrequency) return true;
+    if (candidateFrequency >= ADMIT_HASHDOS_THRESHOLD) return (this.#nextRandom() & 127) === 0;
+    return false;
+  }
+
+  #reject(slot: number): void {
+    this.#sizer.recordRejected(this.#hash[slot]!);
+    this.#evict(slot);
+  }
+
+  #evictVictim(slot: number): void {
+    this.#sizer.recordEvicted(this.#hash[slot]!);
+    this.#evict(slot);
+  }
+
+  /** Follow the sizer's target: move space (and entries) between the window and protected. */
+  #resizeWindow(): void {
+    const change = Math.trunc(this.#sizer.target - this.#windowMaximum);
+    if (change > 0) this.#increaseWindow(change);
+    else if (change < 0) this.#decreaseWindow(-change);
+  }
+
+  #increaseWindow(amount: number): void {
+    if (this.#protectedMaximum === 0) return;
+    let quota = Math.min(amount, this.#protectedMaximum);
+    this.#protectedMaximum -= quota;
+    this.#windowMaximum += quota;
+    this.#demoteFromProtected();
+    for (let i = 0; i < QUEUE_TRANSFER_THRESHOLD; i++) {
+      let slot = this.#lists.head(PROBATION);
+      if (slot === -1 || quota < this.#weight[slot]!) slot = this.#lists.head(PROTECTED);
+      if (slot === -1) break;
+      const weight = this.#weight[slot]!;
+      if (quota < weight) break;
+      quota -= weight;
+      if (this.#segment[slot] === PROTECTED) this.#protectedWeight -= weight;
+      this.#windowWeight += weight;
+      this.#lists.moveToTail(WINDOW, slot);
+      this.#segment[slot] = WINDOW;
+    }
+    // Space that no entry moved with goes back to the main space.
+    this.#protectedMaximum += quota;
+    this.#windowMaximum -= quota;
+  }
+
+  #decreaseWindow(amount: number): void {
+    if (this.#windowMaximum <= 1) return;
+    let quota = Math.min(amount, this.#windowMaximum - 1);
+    this.#protectedMaximum += quota;
+    this.#windowMaximum -= quota;
+    for (let i = 0; i < QUEUE_TRANSFER_THRESHOLD; i++) {
+      const slot = this.#lists.head(WINDOW);
+      if (slot === -1) break;
+      const weight = this.#weight[slot]!;
+      if (quota < weight) break;
+      quota -= weight;
+      this.#windowWeight -= weight;
+      this.#lists.moveToTail(PROBATION, slot);
+      this.#segment[slot] = PROBATION;
+    }
+    this.#protectedMaximum -= quota;
+    this.#windowMaximum += quota;
+  }
+
+  #demoteFromProtected(): void {
+    for (let i = 0; i < QUEUE_TRANSFER_THRESHOLD && this.#protectedWeight > this.#protectedMaximum; i++) {
+      const slot = this.#lists.head(PROTECTED);
+      if (slot === -1) break;
+      this.#lists.moveToTail(PROBATION, slot);
+      this.#segment[slot] = PROBATION;
+      this.#protectedWeight -= this.#weight[slot]!;
+    }
+  }
+
+  #evict(slot: number): void {
+    this.#detach(slot);
+    this.#onEvict(slot);
+  }
+
+  #detach(slot: number): void {
+    const weight = this.#weight[slot]!;
+    const segment = this.#segment[slot];
+    if (segment === WINDOW) this.#windowWeight -= weight;
+    else if (segment === PROTECTED) this.#protectedWeight -= weight;
+    this.#lists.remove(slot);
+    this.#segment[slot] = DETACHED;
+    this.#weightedSize -= weight;
+    this.#entries--;
+  }
+
+  #ensureSlots(count: number): void {
+    if (count <= this.#segment.length) return;
+    const capacity = Math.max(count, this.#segment.length * 2);
+    this.#lists.ensureCapacity(capacity);
+    this.#segment = grow(this.#segment, capacity);
+    this.#flags = grow(this.#flags, capacity);
+    this.#weight = grow(this.#weight, capacity);
+    this.#hash = grow(this.#hash, capacity);
+  }
+
+  /** xorshift32, for the rare random admission that defeats hash flooding of the sketch. */
+  #nextRandom(): number {
+    let x = this.#random;
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    this.#random = x;
+    return x;
+  }
+}
+
+function grow<T extends Uint8Array | Int32Array | Float64Array>(array: T, capacity: number): T {
+  const grown = new (array.constructor as new (length: number) => T)(capacity);
+  grown.set(array);
+  return grown;
+}

@@ -7,6 +7,8 @@
 //                                       path: "/items/1", requests: 20_000 });
 //   r.cpuMicrosPerRequest   // CPU µs of the workerd process per request served
 //
+// A worker that uses the Cache API needs `cache` (a bare workerd has none and throws "No Cache was configured"):
+//   cache: { url: "http://127.0.0.1:PORT" } (a service outside the process) or { entry: "path/to/cache-worker.ts" }.
 // Several workers in one run, interleaved (trivial vs passthrough vs ours): compareWorkers([{ label, entry, ... }]).
 // Lower level: bundleWorker, startWorkerd (→ url, pid, cpu()), drive, measureRunning, readProcessCpu.
 // CLI: node bench/workerd/cpu.ts ENTRY [options]
@@ -82,7 +84,21 @@ export interface WorkerdOptions {
   readonly v8Flags?: readonly string[];
   /** Print workerd's stderr. */
   readonly verbose?: boolean;
+  /**
+   * Where the worker's Cache API (`caches.default`, `caches.open()`) goes: workerd's `cacheApiOutbound`. Without
+   * it a bare `workerd serve` throws "No Cache was configured" on every Cache API call. `{ url }`: an HTTP
+   * service outside the process (e.g. a Node server on loopback; its CPU is not the workerd process's);
+   * `{ entry }` / `{ code }`: a worker inside the same process (its CPU is). Either receives what miniflare's
+   * cache receives: GET key (a response, or 504 + `CF-Cache-Status: MISS`), PUT key with the response
+   * serialised as HTTP/1.1, PURGE key.
+   */
+  readonly cache?: CacheBackend;
 }
+
+export type CacheBackend =
+  | { readonly url: string }
+  | { readonly entry: string; readonly bundle?: BundleOptions }
+  | { readonly code: string };
 
 export interface CpuSample {
   /** utime+stime from /proc/PID/stat, in ns (clock-tick resolution, usually 10 ms). */
@@ -112,17 +128,37 @@ function capnpText(s: string): string {
   return `${out}"`;
 }
 
-export function capnpConfig(options: WorkerdOptions, moduleFile: string): string {
+/**
+ * The workerd config. `cacheModuleFile` names the bundled cache worker when `options.cache` is one (it must be
+ * written next to `moduleFile`); an `options.cache` with a `url` needs none.
+ */
+export function capnpConfig(options: WorkerdOptions, moduleFile: string, cacheModuleFile?: string): string {
   const bindings = Object.entries(options.bindings ?? {}).map(([k, v]) => `(name = ${capnpText(k)}, text = ${capnpText(v)})`);
   const flags = (options.compatibilityFlags ?? []).map(capnpText);
   const allow = options.allowLocalFetch === false ? ["public"] : ["public", "private", "local"];
+  const cache = options.cache;
+  let cacheService = "";
+  let cacheWorker = "";
+  if (cache !== undefined && "url" in cache) {
+    const u = new URL(cache.url);
+    cacheService = `\n    (name = "cache", external = (address = ${capnpText(u.host)}, http = ())),`;
+  } else if (cache !== undefined) {
+    if (cacheModuleFile === undefined) throw new Error("capnpConfig: a cache worker needs cacheModuleFile");
+    cacheService = `\n    (name = "cache", worker = .cacheWorker),`;
+    cacheWorker = `
+const cacheWorker :Workerd.Worker = (
+  modules = [ (name = ${capnpText(cacheModuleFile)}, esModule = embed ${capnpText(cacheModuleFile)}) ],
+  compatibilityDate = ${capnpText(options.compatibilityDate ?? wranglerCompatibilityDate())},
+);
+`;
+  }
   return `using Workerd = import "/workerd/workerd.capnp";
 
 const config :Workerd.Config = (
   v8Flags = [${(options.v8Flags ?? []).map(capnpText).join(", ")}],
   services = [
     (name = "main", worker = .mainWorker),
-    (name = "internet", network = (allow = [${allow.map(capnpText).join(", ")}])),
+    (name = "internet", network = (allow = [${allow.map(capnpText).join(", ")}])),${cacheService}
   ],
   sockets = [ (name = "http", address = "127.0.0.1:0", http = (), service = "main") ],
 );
@@ -132,9 +168,9 @@ const mainWorker :Workerd.Worker = (
   compatibilityDate = ${capnpText(options.compatibilityDate ?? wranglerCompatibilityDate())},
   compatibilityFlags = [${flags.join(", ")}],
   bindings = [${bindings.join(", ")}],
-  globalOutbound = "internet",
+  globalOutbound = "internet",${cache !== undefined ? `\n  cacheApiOutbound = "cache",` : ""}
 );
-`;
+${cacheWorker}`;
 }
 
 let clockTicks: number | undefined;
@@ -182,7 +218,14 @@ export async function startWorkerd(options: WorkerdOptions): Promise<Workerd> {
   }
   const dir = mkdtempSync(join(tmpdir(), "slim-edge-workerd-"));
   writeFileSync(join(dir, "worker.js"), code);
-  writeFileSync(join(dir, "config.capnp"), capnpConfig(options, "worker.js"));
+  let cacheModuleFile: string | undefined;
+  const cache = options.cache;
+  if (cache !== undefined && !("url" in cache)) {
+    const cacheCode = "code" in cache ? cache.code : (await bundleWorker(cache.entry, cache.bundle)).code;
+    cacheModuleFile = "cache.js";
+    writeFileSync(join(dir, cacheModuleFile), cacheCode);
+  }
+  writeFileSync(join(dir, "config.capnp"), capnpConfig(options, "worker.js", cacheModuleFile));
 
   const child: ChildProcess = spawn(WORKERD, ["serve", join(dir, "config.capnp"), "--control-fd=3"], {
     stdio: ["ignore", "pipe", "pipe", "pipe"],
@@ -378,6 +421,16 @@ export interface ScenarioResult {
   readonly statuses: Readonly<Record<number, number>>;
   readonly errors: number;
   readonly bundleBytes: number;
+  /** Requests measured over all rounds (warm-up excluded). */
+  readonly requests: number;
+  /** Wall time of the measured rounds, summed. */
+  readonly wallMs: number;
+}
+
+export interface CompareOptions {
+  readonly rounds?: number;
+  /** Called after each scenario's part of a round (progress output). */
+  readonly onRound?: (round: number, label: string, cpuMicrosPerRequest: number) => void;
 }
 
 /**
@@ -385,7 +438,7 @@ export interface ScenarioResult {
  * up, then measures them in interleaved rounds (the order rotates each round) so that drift on a shared
  * machine hits all of them alike; each scenario's `requests` are split across the rounds.
  */
-export async function compareWorkers(scenarios: readonly Scenario[], options: { readonly rounds?: number } = {}): Promise<ScenarioResult[]> {
+export async function compareWorkers(scenarios: readonly Scenario[], options: CompareOptions = {}): Promise<ScenarioResult[]> {
   const rounds = options.rounds ?? 5;
   const running: Workerd[] = [];
   try {
@@ -394,6 +447,8 @@ export async function compareWorkers(scenarios: readonly Scenario[], options: { 
     const perRound = scenarios.map(() => [] as number[]);
     const statuses = scenarios.map(() => ({}) as Record<number, number>);
     const errors = scenarios.map(() => 0);
+    const measured = scenarios.map(() => 0);
+    const wall = scenarios.map(() => 0);
     for (let r = 0; r < rounds; r++) {
       for (let j = 0; j < scenarios.length; j++) {
         const i = (j + r) % scenarios.length;
@@ -404,6 +459,9 @@ export async function compareWorkers(scenarios: readonly Scenario[], options: { 
           requests: Math.max(1, Math.round((s.requests ?? 10_000) / rounds)),
         });
         perRound[i]?.push(m.cpuMicrosPerRequest);
+        measured[i] = (measured[i] ?? 0) + m.requests;
+        wall[i] = (wall[i] ?? 0) + m.wallMs;
+        options.onRound?.(r, s.label, m.cpuMicrosPerRequest);
         for (const [code, n] of Object.entries(m.statuses)) {
           const st = statuses[i] as Record<number, number>;
           st[Number(code)] = (st[Number(code)] ?? 0) + n;
@@ -425,6 +483,8 @@ export async function compareWorkers(scenarios: readonly Scenario[], options: { 
       statuses: statuses[i] as Record<number, number>,
       errors: errors[i] as number,
       bundleBytes: (running[i] as Workerd).bundleBytes,
+      requests: measured[i] as number,
+      wallMs: wall[i] as number,
     }));
   } finally {
     await Promise.all(running.map((w) => w.close()));

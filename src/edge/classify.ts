@@ -5,7 +5,7 @@ import { parseItemPath, rawPathOf } from "./http/item-path.ts";
 
 /** What the edge does with a request: answer it here (preflights and bad input), or read an item. */
 export type Route =
-  | { kind: "preflight"; status: 204; headers: ReadonlyArray<readonly [string, string]> }
+  | { kind: "preflight"; status: 204; headers: Readonly<Record<string, string>> }
   | { kind: "refused-preflight"; answer: EdgeAnswer }
   | { kind: "edge-answer"; answer: EdgeAnswer }
   | { kind: "item-read"; id: string; method: "GET" | "HEAD" };

@@ -30,7 +30,7 @@ export async function respond(
   if (usage) usage.requestClass = route.kind;
   switch (route.kind) {
     case "preflight":
-      return new Response(null, { status: route.status, headers: route.headers as [string, string][] });
+      return new Response(null, { status: route.status, headers: route.headers });
     case "refused-preflight":
       return bare(request, route.answer);
     case "edge-answer":

@@ -1,4 +1,5 @@
 import type { OriginSpec } from "../config/parse-origin.ts";
+import { ORIGIN_TIMEOUT, ORIGIN_UNREACHABLE, type EdgeAnswer } from "../http/edge-responses.ts";
 import { stripResponseHeaders } from "../headers/strip.ts";
 import { countOriginBytes } from "../meter/origin-usage.ts";
 import { fetchItem } from "../proxy/fetch-item.ts";
@@ -11,6 +12,7 @@ import { etagMatches } from "./etag.ts";
 const FRESH_UNTIL = "x-slim-edge-fresh-until";
 const ORIGIN_CACHE_CONTROL = "x-slim-edge-cache-control";
 const RETAIN = "max-age=604800";
+const MAX_CACHED_BODY_BYTES = 1024 * 1024;
 
 export interface EdgeCacheOptions {
   cache: Cache;
@@ -48,9 +50,9 @@ export function cachedItemReader(options: EdgeCacheOptions): ItemReader {
       if (response.status === 304) {
         await response.body?.cancel();
         const refreshed = storable(cached.headers, ttlSeconds, response.headers);
-        const [toCache, toClient] = cached.body ? cached.body.tee() : [null, null];
-        store(key, new Response(toCache, { status: 200, headers: refreshed }));
-        return serveCached(new Response(toClient, { status: 200, headers: refreshed }), method, clientTag);
+        const body = await cached.arrayBuffer();
+        store(key, new Response(body, { status: 200, headers: refreshed }));
+        return serveCached(new Response(body, { status: 200, headers: refreshed }), method, clientTag);
       }
       return fill(response, key, { fetchedWithGet: true, replacesEntry: true, method, clientTag });
     }
@@ -67,16 +69,25 @@ export function cachedItemReader(options: EdgeCacheOptions): ItemReader {
   }
 
   /** Stores a cacheable 200 (a stale entry answered otherwise is dropped), then answers the client. */
-  function fill(response: Response, key: string, how: FillContext): Response {
+  async function fill(response: Response, key: string, how: FillContext): Promise<Response | EdgeAnswer> {
     const { method, clientTag } = how;
     if (response.status !== 200 || !how.fetchedWithGet || !cacheable(response.headers)) {
       if (how.replacesEntry) waitUntil(cache.delete(key));
       return response;
     }
+    // Buffered, not teed: a body cut mid-stream must never be stored (the Cache API may keep whatever part
+    // arrived), and an item body is small. Larger or unsized bodies stream through uncached.
+    const length = Number(response.headers.get("content-length") ?? NaN);
+    if (!(length <= MAX_CACHED_BODY_BYTES)) return response;
+    let body: ArrayBuffer;
+    try {
+      body = await response.arrayBuffer();
+    } catch (error) {
+      return error instanceof Error && error.name === "TimeoutError" ? ORIGIN_TIMEOUT : ORIGIN_UNREACHABLE;
+    }
     const headers = storable(stripResponseHeaders(response.headers), ttlSeconds);
-    const [toCache, toClient] = response.body ? response.body.tee() : [null, null];
-    store(key, new Response(toCache, { status: 200, headers }));
-    return serveCached(new Response(toClient, { status: 200, headers }), method, clientTag);
+    store(key, new Response(body, { status: 200, headers }));
+    return serveCached(new Response(body, { status: 200, headers }), method, clientTag);
   }
 }
 
@@ -128,8 +139,15 @@ function serveCached(cached: Response, method: string, clientTag: string | null)
   const originCacheControl = headers.get(ORIGIN_CACHE_CONTROL);
   headers.delete(FRESH_UNTIL);
   headers.delete(ORIGIN_CACHE_CONTROL);
-  if (originCacheControl === null) headers.delete("cache-control");
-  else headers.set("cache-control", originCacheControl);
+  // What the Cache API adds on a match is bytes for the client, not data: `cf-cache-status` always, and
+  // `age` unless the origin gave clients a freshness lifetime it qualifies.
+  headers.delete("cf-cache-status");
+  if (originCacheControl === null) {
+    headers.delete("cache-control");
+    headers.delete("age");
+  } else {
+    headers.set("cache-control", originCacheControl);
+  }
   if (method === "HEAD") {
     void cached.body?.cancel();
     return new Response(null, { status: 200, headers });

@@ -7,7 +7,8 @@ export interface HeaderSource {
 }
 
 export type PreflightAnswer =
-  | { readonly allowed: true; readonly headers: ReadonlyArray<readonly [string, string]> }
+  // A plain object, not pairs: workerd builds a Response's headers from an object several µs faster.
+  | { readonly allowed: true; readonly headers: Readonly<Record<string, string>> }
   | { readonly allowed: false; readonly reason: string };
 
 // https://fetch.spec.whatwg.org/#cors-safelisted-method: byte-exact, so `get` is not safelisted.
@@ -46,14 +47,12 @@ export function answerPreflight(policy: CorsPolicy, request: HeaderSource): Pref
     return { allowed: false, reason: "private network access is not allowed" };
   }
 
-  const headers: Array<readonly [string, string]> = [
-    ["Access-Control-Allow-Origin", policy.anyOrigin ? "*" : origin],
-  ];
-  if (policy.credentials) headers.push(["Access-Control-Allow-Credentials", "true"]);
-  if (!SAFELISTED_METHODS.has(method)) headers.push(["Access-Control-Allow-Methods", method]);
-  if (allowHeaders !== "") headers.push(["Access-Control-Allow-Headers", allowHeaders]);
-  if (policy.maxAge !== "") headers.push(["Access-Control-Max-Age", policy.maxAge]);
-  if (wantsPrivateNetwork) headers.push(["Access-Control-Allow-Private-Network", "true"]);
+  const headers: Record<string, string> = { "Access-Control-Allow-Origin": policy.anyOrigin ? "*" : origin };
+  if (policy.credentials) headers["Access-Control-Allow-Credentials"] = "true";
+  if (!SAFELISTED_METHODS.has(method)) headers["Access-Control-Allow-Methods"] = method;
+  if (allowHeaders !== "") headers["Access-Control-Allow-Headers"] = allowHeaders;
+  if (policy.maxAge !== "") headers["Access-Control-Max-Age"] = policy.maxAge;
+  if (wantsPrivateNetwork) headers["Access-Control-Allow-Private-Network"] = "true";
   return { allowed: true, headers };
 }
 

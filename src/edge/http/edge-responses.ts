@@ -18,6 +18,7 @@ export const METHOD_NOT_ALLOWED = answer(405, "method not allowed: use GET or HE
 export const PREFLIGHT_REFUSED: EdgeAnswer = { status: 403, body: null };
 export const ORIGIN_UNREACHABLE = answer(502, "origin unreachable\n");
 export const ORIGIN_TIMEOUT = answer(504, "origin timed out\n");
+export const ORIGIN_INVALID = answer(502, "origin sent an invalid response\n");
 export const MISCONFIGURED = answer(500, "edge misconfigured: see the worker log or run npm run check\n");
 
 /** A fresh mutable Headers for an edge answer, ready for CORS decoration. */

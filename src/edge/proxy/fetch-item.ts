@@ -1,6 +1,7 @@
 import type { OriginSpec } from "../config/parse-origin.ts";
-import { ORIGIN_TIMEOUT, ORIGIN_UNREACHABLE, type EdgeAnswer } from "../http/edge-responses.ts";
+import { ORIGIN_INVALID, ORIGIN_TIMEOUT, ORIGIN_UNREACHABLE, type EdgeAnswer } from "../http/edge-responses.ts";
 import { stripRequestHeaders } from "../headers/strip.ts";
+import { originHeadTooLarge } from "./origin-head.ts";
 
 export const ORIGIN_TOKEN_HEADER = "x-origin-token";
 
@@ -19,8 +20,9 @@ export async function fetchItem(
     if (headers === clientHeaders) headers = new Headers(clientHeaders);
     headers.set(ORIGIN_TOKEN_HEADER, origin.token);
   }
+  let response: Response;
   try {
-    return await fetch(`${origin.url}/items/${id}`, {
+    response = await fetch(`${origin.url}/items/${id}`, {
       method,
       headers,
       redirect: "manual",
@@ -29,4 +31,7 @@ export async function fetchItem(
   } catch (error) {
     return error instanceof Error && error.name === "TimeoutError" ? ORIGIN_TIMEOUT : ORIGIN_UNREACHABLE;
   }
+  if (!originHeadTooLarge(response.headers)) return response;
+  await response.body?.cancel();
+  return ORIGIN_INVALID;
 }

@@ -3,22 +3,23 @@ import type { CorsPolicy } from "./cors/cors-policy.ts";
 import { decorateActualResponse } from "./cors/actual-response.ts";
 import { headersOf, type EdgeAnswer } from "./http/edge-responses.ts";
 import type { OriginUsage } from "./meter/origin-usage.ts";
-import { cleanOriginHeaders } from "./proxy/clean-response.ts";
+import type { ItemAnswer } from "./proxy/clean-response.ts";
 
 /**
- * Reads one item from wherever this deployment's origin is; failures come back as small edge answers.
- * When `usage` is given, the reader records what the origin sent (the meter stage reports it).
+ * Reads one item from wherever this deployment's origin is and cleans what came back (the clean stage
+ * belongs to the reader because an edge cache must store the clean form); failures come back as small
+ * edge answers. When `usage` is given, the reader records what the origin sent for the meter stage.
  */
 export type ItemReader = (
   id: string,
   method: "GET" | "HEAD",
   request: Request,
   usage?: OriginUsage,
-) => Promise<Response | EdgeAnswer>;
+) => Promise<ItemAnswer | EdgeAnswer>;
 
 /**
- * The edge pipeline, shared by the Worker and the Snippet: classify → answer here or read the item →
- * clean the origin's headers → decorate with CORS for this request's Origin. Only `readItem` does I/O.
+ * The edge pipeline, shared by the Worker and the Snippet: classify → answer here or read the item (and
+ * clean it) → decorate with CORS for this request's Origin. Only `readItem` does I/O.
  */
 export async function respond(
   cors: CorsPolicy,
@@ -36,16 +37,19 @@ export async function respond(
     case "edge-answer":
       return decorated(cors, request, route.answer);
     case "item-read": {
-      const response = await readItem(route.id, route.method, request, usage);
-      if (!(response instanceof Response)) {
+      const answer = await readItem(route.id, route.method, request, usage);
+      if (isEdgeAnswer(answer)) {
         if (usage) usage.requestClass = "origin-error";
-        return decorated(cors, request, response);
+        return decorated(cors, request, answer);
       }
-      const headers = cleanOriginHeaders(response);
-      decorateActualResponse(cors, request.headers.get("origin"), headers);
-      return new Response(route.method === "HEAD" ? null : response.body, { status: response.status, headers });
+      decorateActualResponse(cors, request.headers.get("origin"), answer.headers);
+      return new Response(route.method === "HEAD" ? null : answer.body, { status: answer.status, headers: answer.headers });
     }
   }
+}
+
+function isEdgeAnswer(answer: ItemAnswer | EdgeAnswer): answer is EdgeAnswer {
+  return !(answer.headers instanceof Headers);
 }
 
 /** An edge answer with the CORS treatment every actual response gets. */

@@ -1,6 +1,7 @@
 import { ORIGIN_INVALID, ORIGIN_TIMEOUT, ORIGIN_UNREACHABLE, type EdgeAnswer } from "../edge/http/edge-responses.ts";
 import { stripRequestHeaders } from "../edge/headers/strip.ts";
 import { ORIGIN_TOKEN_HEADER } from "../edge/proxy/fetch-item.ts";
+import { cleanOriginHeaders } from "../edge/proxy/clean-response.ts";
 import { originHeadTooLarge } from "../edge/proxy/origin-head.ts";
 import type { ItemReader } from "../edge/respond.ts";
 
@@ -43,7 +44,7 @@ export function continueToOrigin(originToken: string): ItemReader {
       return ORIGIN_UNREACHABLE;
     }
     const failure = ORIGIN_FAILURES[response.status] ?? (originHeadTooLarge(response.headers) ? ORIGIN_INVALID : undefined);
-    if (failure === undefined) return response;
+    if (failure === undefined) return { status: response.status, headers: cleanOriginHeaders(response), body: response.body };
     await response.body?.cancel();
     return failure;
   };

@@ -1,7 +1,8 @@
 import type { OriginSpec } from "../config/parse-origin.ts";
-import { ORIGIN_TIMEOUT, ORIGIN_UNREACHABLE, type EdgeAnswer } from "../http/edge-responses.ts";
 import { stripResponseHeaders } from "../headers/strip.ts";
-import { countOriginBytes } from "../meter/origin-usage.ts";
+import { ORIGIN_TIMEOUT, ORIGIN_UNREACHABLE, type EdgeAnswer } from "../http/edge-responses.ts";
+import { meterOriginResponse } from "../meter/origin-usage.ts";
+import { cleanOriginHeaders, type ItemAnswer } from "../proxy/clean-response.ts";
 import { fetchItem } from "../proxy/fetch-item.ts";
 import type { ItemReader } from "../respond.ts";
 import { etagMatches } from "./etag.ts";
@@ -22,11 +23,20 @@ export interface EdgeCacheOptions {
   waitUntil(promise: Promise<unknown>): void;
 }
 
+interface FillContext {
+  /** Only a GET's 200 carries the body an entry needs. */
+  fetchedWithGet: boolean;
+  /** The response answers a revalidation: a stale entry exists and must not outlive a non-200. */
+  replacesEntry: boolean;
+  method: "GET" | "HEAD";
+  clientTag: string | null;
+}
+
 /**
  * Item reads through the edge cache. The cache holds the origin's cleaned, CORS-free 200 (CORS is added
  * per request afterwards, so one entry serves every Origin). Fresh: served with no origin bytes. Stale:
  * revalidated with the entry's ETag; a 304 refreshes it and the cached body is served. A client whose
- * If-None-Match matches gets a 304 from the edge.
+ * If-None-Match matches gets a 304 from the edge. Each path copies the headers once for the client.
  */
 export function cachedItemReader(options: EdgeCacheOptions): ItemReader {
   const { cache, origin, ttlSeconds, waitUntil } = options;
@@ -37,67 +47,62 @@ export function cachedItemReader(options: EdgeCacheOptions): ItemReader {
 
     if (cached && Number(cached.headers.get(FRESH_UNTIL)) > Date.now()) {
       if (usage) usage.requestClass = "cache-hit";
-      return serveCached(cached, method, clientTag);
+      return serveCached(cached.headers, cached.body, method, clientTag);
     }
 
     if (cached) {
       const revalidation = new Headers(request.headers);
       revalidation.set("if-none-match", cached.headers.get("etag") ?? "");
       revalidation.delete("if-modified-since");
-      const fetched = await fetchItem(origin, id, "GET", revalidation);
-      if (!(fetched instanceof Response)) return fetched;
-      const response = countOriginBytes(fetched, usage, "cache-revalidate");
+      const response = await fetchItem(origin, id, "GET", revalidation);
+      if (!(response instanceof Response)) return response;
+      const body = meterOriginResponse(response, usage, "cache-revalidate");
       if (response.status === 304) {
-        await response.body?.cancel();
+        await body?.cancel();
         const refreshed = storable(cached.headers, ttlSeconds, response.headers);
-        const body = await cached.arrayBuffer();
-        store(key, new Response(body, { status: 200, headers: refreshed }));
-        return serveCached(new Response(body, { status: 200, headers: refreshed }), method, clientTag);
+        const cachedBody = await cached.arrayBuffer();
+        store(key, cachedBody, refreshed);
+        return serveCached(refreshed, cachedBody, method, clientTag);
       }
-      return fill(response, key, { fetchedWithGet: true, replacesEntry: true, method, clientTag });
+      return fill(response, body, key, { fetchedWithGet: true, replacesEntry: true, method, clientTag });
     }
 
-    const fetched = await fetchItem(origin, id, method, request.headers);
-    if (!(fetched instanceof Response)) return fetched;
-    const response = countOriginBytes(fetched, usage, "cache-miss");
-    return fill(response, key, { fetchedWithGet: method === "GET", replacesEntry: false, method, clientTag });
+    const response = await fetchItem(origin, id, method, request.headers);
+    if (!(response instanceof Response)) return response;
+    const body = meterOriginResponse(response, usage, "cache-miss");
+    return fill(response, body, key, { fetchedWithGet: method === "GET", replacesEntry: false, method, clientTag });
   };
 
-  /** A failed store (the origin reset mid-body, say) only means the next read is a miss. */
-  function store(key: string, response: Response) {
-    waitUntil(cache.put(key, response).catch((error: unknown) => console.warn(`edge cache: not stored: ${String(error)}`)));
+  /** A failed store only means the next read is a miss. */
+  function store(key: string, body: ArrayBuffer, headers: Headers) {
+    const put = cache.put(key, new Response(body, { status: 200, headers }));
+    waitUntil(put.catch((error: unknown) => console.warn(`edge cache: not stored: ${String(error)}`)));
   }
 
   /** Stores a cacheable 200 (a stale entry answered otherwise is dropped), then answers the client. */
-  async function fill(response: Response, key: string, how: FillContext): Promise<Response | EdgeAnswer> {
-    const { method, clientTag } = how;
-    if (response.status !== 200 || !how.fetchedWithGet || !cacheable(response.headers)) {
+  async function fill(
+    response: Response,
+    body: ReadableStream | null,
+    key: string,
+    how: FillContext,
+  ): Promise<ItemAnswer | EdgeAnswer> {
+    const headers = cleanOriginHeaders(response);
+    const sized = Number(headers.get("content-length") ?? NaN) <= MAX_CACHED_BODY_BYTES;
+    if (response.status !== 200 || !how.fetchedWithGet || !sized || !cacheable(headers)) {
       if (how.replacesEntry) waitUntil(cache.delete(key));
-      return response;
+      return { status: response.status, headers, body };
     }
     // Buffered, not teed: a body cut mid-stream must never be stored (the Cache API may keep whatever part
-    // arrived), and an item body is small. Larger or unsized bodies stream through uncached.
-    const length = Number(response.headers.get("content-length") ?? NaN);
-    if (!(length <= MAX_CACHED_BODY_BYTES)) return response;
-    let body: ArrayBuffer;
+    // arrived), and an item body is small. Larger or unsized bodies streamed through uncached, above.
+    let bytes: ArrayBuffer;
     try {
-      body = await response.arrayBuffer();
+      bytes = await new Response(body).arrayBuffer();
     } catch (error) {
       return error instanceof Error && error.name === "TimeoutError" ? ORIGIN_TIMEOUT : ORIGIN_UNREACHABLE;
     }
-    const headers = storable(stripResponseHeaders(response.headers), ttlSeconds);
-    store(key, new Response(body, { status: 200, headers }));
-    return serveCached(new Response(body, { status: 200, headers }), method, clientTag);
+    store(key, bytes, storable(headers, ttlSeconds));
+    return answerClient(headers, bytes, how.method, how.clientTag);
   }
-}
-
-interface FillContext {
-  /** Only a GET's 200 carries the body an entry needs. */
-  fetchedWithGet: boolean;
-  /** The response answers a revalidation: a stale entry exists and must not outlive a non-200. */
-  replacesEntry: boolean;
-  method: "GET" | "HEAD";
-  clientTag: string | null;
 }
 
 /**
@@ -112,8 +117,8 @@ function cacheable(headers: Headers): boolean {
 
 /**
  * Headers to store: the cleaned origin headers, refreshed by a revalidating 304's own headers (RFC 9111
- * §4.3.4), with the freshness deadline. `no-cache` from the origin makes the entry stale at once, so every
- * read revalidates it.
+ * §4.3.4; never its Content-Length), with the freshness deadline. `no-cache` from the origin makes the
+ * entry stale at once, so every read revalidates it.
  */
 function storable(base: Headers, ttlSeconds: number, update?: Headers): Headers {
   const headers = new Headers(base);
@@ -128,14 +133,14 @@ function storable(base: Headers, ttlSeconds: number, update?: Headers): Headers 
   return headers;
 }
 
-/** A cached entry as served: 304 when the client already holds it, else the body (none for HEAD). */
-function serveCached(cached: Response, method: string, clientTag: string | null): Response {
-  const etag = cached.headers.get("etag");
-  if (clientTag !== null && etag !== null && etagMatches(clientTag, etag)) {
-    void cached.body?.cancel();
-    return new Response(null, { status: 304, headers: { etag } });
-  }
-  const headers = new Headers(cached.headers);
+/** A stored entry as served: its bookkeeping headers replaced by what the origin said. */
+function serveCached(
+  stored: Headers,
+  body: ReadableStream | ArrayBuffer | null,
+  method: "GET" | "HEAD",
+  clientTag: string | null,
+): ItemAnswer {
+  const headers = new Headers(stored);
   const originCacheControl = headers.get(ORIGIN_CACHE_CONTROL);
   headers.delete(FRESH_UNTIL);
   headers.delete(ORIGIN_CACHE_CONTROL);
@@ -148,9 +153,21 @@ function serveCached(cached: Response, method: string, clientTag: string | null)
   } else {
     headers.set("cache-control", originCacheControl);
   }
-  if (method === "HEAD") {
-    void cached.body?.cancel();
-    return new Response(null, { status: 200, headers });
+  return answerClient(headers, body, method, clientTag);
+}
+
+/** 304 when the client already holds this version, else the body (none for HEAD). */
+function answerClient(
+  headers: Headers,
+  body: ReadableStream | ArrayBuffer | null,
+  method: "GET" | "HEAD",
+  clientTag: string | null,
+): ItemAnswer {
+  const etag = headers.get("etag");
+  if (clientTag !== null && etag !== null && etagMatches(clientTag, etag)) {
+    if (body instanceof ReadableStream) void body.cancel();
+    return { status: 304, headers: new Headers({ etag }), body: null };
   }
-  return new Response(cached.body, { status: 200, headers });
+  if (method === "HEAD" && body instanceof ReadableStream) void body.cancel();
+  return { status: 200, headers, body: method === "HEAD" ? null : body };
 }

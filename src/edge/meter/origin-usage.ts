@@ -22,15 +22,19 @@ export function headBytesOf(response: Response): number {
 }
 
 /**
- * Records an origin response in `usage` and returns it with its body counted as it streams (unchanged when
- * nobody meters). Counting rides along the stream: no buffering, one extra TransformStream.
+ * Records an origin response in `usage` and returns its body, counted as it streams when somebody meters
+ * (unchanged otherwise). Counting rides along the stream: no buffering, one extra TransformStream.
  */
-export function countOriginBytes(response: Response, usage: OriginUsage | undefined, requestClass: string): Response {
-  if (!usage) return response;
+export function meterOriginResponse(
+  response: Response,
+  usage: OriginUsage | undefined,
+  requestClass: string,
+): ReadableStream | null {
+  if (!usage) return response.body;
   usage.requestClass = requestClass;
   usage.originStatus = response.status;
   usage.headBytes += headBytesOf(response);
-  if (!response.body) return response;
+  if (!response.body) return null;
   let finished!: () => void;
   usage.bodyDone = new Promise((resolve) => (finished = resolve));
   const counter = new TransformStream<Uint8Array, Uint8Array>({
@@ -40,5 +44,5 @@ export function countOriginBytes(response: Response, usage: OriginUsage | undefi
     },
     flush: () => finished(),
   });
-  return new Response(response.body.pipeThrough(counter), response);
+  return response.body.pipeThrough(counter);
 }

@@ -1,9 +1,19 @@
 import { stripResponseHeaders } from "../headers/strip.ts";
 
 /**
- * The origin's response as the edge will serve it: internal headers and the origin's own Access-Control-*
+ * An item read's answer before CORS decoration: `headers` are mutable and clean (no internal headers, no
+ * Access-Control-*), so the decorate stage adds to them and builds the one Response the client gets.
+ */
+export interface ItemAnswer {
+  status: number;
+  headers: Headers;
+  body: ReadableStream | ArrayBuffer | null;
+}
+
+/**
+ * The origin's headers as the edge will serve them: internal headers and the origin's own Access-Control-*
  * removed, and `Content-Type` restored on 200s (the origin leaves it out because it is the same on every
- * item). Returns mutable headers: at most one copy of the immutable fetch() headers is made.
+ * item). Returns mutable headers: exactly one copy of the immutable fetch() headers is made.
  */
 export function cleanOriginHeaders(response: Response): Headers {
   let headers = stripResponseHeaders(response.headers);

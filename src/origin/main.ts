@@ -1,0 +1,74 @@
+// Origin cache service entry point: `node src/origin/main.ts [--seed[=N]]` (npm run origin).
+// Reads configuration from the environment (see ORIGIN_VARS in config.ts or `--help`), refuses an
+// invalid one with exit code 2, prints one startup line with the URL, and shuts down cleanly on
+// SIGINT/SIGTERM (in-flight requests finish, the database is closed).
+
+import { ConfigError, configWarnings, ORIGIN_VARS, parseOriginConfig, type OriginConfig } from "./config.ts";
+import { quietSqliteWarning } from "./quiet-sqlite-warning.ts";
+
+const argv = process.argv.slice(2);
+
+if (argv.includes("--help") || argv.includes("-h")) {
+  const lines = ["usage: node src/origin/main.ts [--seed[=N]]", "", "environment:"];
+  for (const v of ORIGIN_VARS) lines.push(`  ${v.name.padEnd(28)} default ${v.default}\n      ${v.meaning}`);
+  process.stdout.write(`${lines.join("\n")}\n`);
+  process.exit(0);
+}
+
+let config: OriginConfig;
+try {
+  config = parseOriginConfig(process.env, argv);
+} catch (error) {
+  if (error instanceof ConfigError) {
+    process.stderr.write(`origin: ${error.message}\n(run with --help for every variable and its default)\n`);
+    process.exit(2);
+  }
+  throw error;
+}
+for (const warning of configWarnings(config)) process.stderr.write(`origin: warning: ${warning}\n`);
+
+// Before node:sqlite loads (server.ts imports it): keep its ExperimentalWarning out of the output.
+quietSqliteWarning();
+
+const { startOrigin } = await import("./server.ts");
+
+let origin: Awaited<ReturnType<typeof startOrigin>>;
+try {
+  origin = await startOrigin({ config, defaultMetrics: true });
+} catch (error) {
+  const e = error as NodeJS.ErrnoException;
+  if (e.code === "EADDRINUSE") {
+    process.stderr.write(`origin: cannot listen: ${e.message}. Another process holds the port: stop it or set PORT / METRICS_PORT\n`);
+  } else if (e.code === "EACCES" || e.code === "EADDRNOTAVAIL") {
+    process.stderr.write(`origin: cannot listen: ${e.message}. Check HOST / PORT / METRICS_HOST / METRICS_PORT\n`);
+  } else {
+    process.stderr.write(`origin: cannot start (DATABASE_URL → ${config.databasePath}): ${e.stack ?? e.message}\n`);
+  }
+  process.exit(1);
+}
+
+const parts = [
+  `${origin.store.count()} items in ${config.databasePath}${origin.seeded > 0 ? ` (seeded ${origin.seeded} sample items)` : ""}`,
+  config.token === undefined ? "no token check" : "x-origin-token required",
+  origin.metricsUrl === undefined ? "metrics on the item port" : `metrics ${origin.metricsUrl}/metrics`,
+];
+process.stdout.write(`origin listening on ${origin.url} (${parts.join("; ")})\n`);
+
+let stopping = false;
+const stop = (signal: NodeJS.Signals) => {
+  if (stopping) {
+    process.stderr.write(`origin: ${signal} again, exiting now\n`);
+    process.exit(130);
+  }
+  stopping = true;
+  process.stdout.write(`origin: ${signal}, finishing in-flight requests and closing the database\n`);
+  origin.close().then(
+    () => process.exit(0),
+    (error: unknown) => {
+      process.stderr.write(`origin: error while closing: ${String(error)}\n`);
+      process.exit(1);
+    },
+  );
+};
+process.on("SIGINT", stop);
+process.on("SIGTERM", stop);

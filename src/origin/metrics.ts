@@ -1,0 +1,180 @@
+import type { Server } from "node:http";
+import type { Socket } from "node:net";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { ReadyCacheStats } from "./cache/ready-cache.ts";
+
+export const ROUTES = ["/items/:id", "/healthz", "/metrics", "other"] as const;
+export type RouteIndex = 0 | 1 | 2 | 3;
+export const ROUTE_ITEM: RouteIndex = 0;
+export const ROUTE_HEALTHZ: RouteIndex = 1;
+export const ROUTE_METRICS: RouteIndex = 2;
+export const ROUTE_OTHER: RouteIndex = 3;
+
+const METHODS = ["GET", "HEAD", "PUT", "DELETE", "other"] as const;
+
+function methodIndex(method: string | undefined): number {
+  switch (method) {
+    case "GET":
+      return 0;
+    case "HEAD":
+      return 1;
+    case "PUT":
+      return 2;
+    case "DELETE":
+      return 3;
+    default:
+      return 4;
+  }
+}
+
+export type StoreOp = "get" | "put" | "delete";
+
+export interface MetricsSources {
+  cacheStats: () => Readonly<ReadyCacheStats> & { expirations?: number };
+  /** Connections the fast path gave to node:http (a request it does not serve). */
+  handOffs: () => number;
+  cacheMaxBytes: number;
+  storeReads: () => number;
+  coalesced: () => number;
+}
+
+/**
+ * Prometheus metrics. The request path only bumps plain numbers (one Map update keyed by an integer, no
+ * label objects, no strings built); prom-client reads them when /metrics is scraped. Store latency is
+ * observed directly: it happens on misses and writes only.
+ */
+export class OriginMetrics {
+  readonly registry = new Registry();
+  /** (route * 8 + method) * 1000 + status → count */
+  readonly #requests = new Map<number, number>();
+  readonly #sockets = new Set<Socket>();
+  #closedBytes = 0;
+  readonly #storeSeconds: Histogram<"op" | "outcome">;
+
+  constructor(sources: MetricsSources, options: { defaultMetrics: boolean }) {
+    const registers = [this.registry];
+    const requests = this.#requests;
+    new Counter({
+      name: "origin_http_requests_total",
+      help: "Requests answered, by route, method and status",
+      labelNames: ["route", "method", "status"] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const [key, count] of requests) {
+          const status = key % 1000;
+          const rm = Math.floor(key / 1000);
+          this.inc({ route: ROUTES[rm >> 3]!, method: METHODS[rm & 7]!, status: String(status) }, count);
+        }
+      },
+    });
+    const bytesWritten = () => {
+      let total = this.#closedBytes;
+      for (const socket of this.#sockets) total += socket.bytesWritten;
+      return total;
+    };
+    new Counter({
+      name: "origin_http_response_bytes_total",
+      help: "Bytes written to item-port connections (response heads and bodies, exactly as sent)",
+      registers,
+      collect() {
+        this.reset();
+        this.inc(bytesWritten());
+      },
+    });
+    const sockets = this.#sockets;
+    new Gauge({
+      name: "origin_http_open_connections",
+      help: "Open connections on the item port",
+      registers,
+      collect() {
+        this.set(sockets.size);
+      },
+    });
+    const cacheCounter = (name: string, help: string, read: (s: ReturnType<MetricsSources["cacheStats"]>) => number) =>
+      new Counter({
+        name,
+        help,
+        registers,
+        collect() {
+          this.reset();
+          this.inc(read(sources.cacheStats()));
+        },
+      });
+    const cacheGauge = (name: string, help: string, read: () => number) =>
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          this.set(read());
+        },
+      });
+    cacheCounter("origin_cache_hits_total", "Cache lookups that found a live entry", (s) => s.hits);
+    cacheCounter("origin_cache_misses_total", "Cache lookups that found nothing (or an expired entry)", (s) => s.misses);
+    cacheCounter("origin_cache_evictions_total", "Entries the policy dropped to stay within CACHE_MAX_BYTES", (s) => s.evictions);
+    cacheCounter("origin_cache_expirations_total", "Entries dropped because CACHE_TTL_SECONDS ran out", (s) => s.expirations ?? 0);
+    cacheGauge("origin_cache_entries", "Entries in the cache", () => sources.cacheStats().entries);
+    cacheGauge("origin_cache_bytes", "Bytes counted against CACHE_MAX_BYTES", () => sources.cacheStats().bytes);
+    cacheGauge("origin_cache_max_bytes", "CACHE_MAX_BYTES", () => sources.cacheMaxBytes);
+    new Counter({
+      name: "origin_store_reads_total",
+      help: "Store reads made to fill the cache (one per coalesced group of misses)",
+      registers,
+      collect() {
+        this.reset();
+        this.inc(sources.storeReads());
+      },
+    });
+    new Counter({
+      name: "origin_store_coalesced_total",
+      help: "Cache misses that joined a store read already in flight for the same id",
+      registers,
+      collect() {
+        this.reset();
+        this.inc(sources.coalesced());
+      },
+    });
+    new Counter({
+      name: "origin_fast_path_handoffs_total",
+      help: "Connections the fast path handed to node:http (first request that is not a simple GET/HEAD /items/:id)",
+      registers,
+      collect() {
+        this.reset();
+        this.inc(sources.handOffs());
+      },
+    });
+    this.#storeSeconds = new Histogram({
+      name: "origin_store_duration_seconds",
+      help: "Store operation latency (writes include the fsync)",
+      labelNames: ["op", "outcome"] as const,
+      buckets: [0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5],
+      registers,
+    });
+    if (options.defaultMetrics) collectDefaultMetrics({ register: this.registry });
+  }
+
+  countRequest(route: RouteIndex, method: string | undefined, status: number): void {
+    const key = ((route << 3) | methodIndex(method)) * 1000 + status;
+    this.#requests.set(key, (this.#requests.get(key) ?? 0) + 1);
+  }
+
+  observeStore(op: StoreOp, seconds: number, ok: boolean): void {
+    this.#storeSeconds.observe({ op, outcome: ok ? "ok" : "error" }, seconds);
+  }
+
+  /** Counts the bytes of every connection on `server` (exact, read from the sockets, zero per-request cost). */
+  watch(server: Server): void {
+    server.on("connection", (socket: Socket) => {
+      this.#sockets.add(socket);
+      socket.once("close", () => {
+        this.#sockets.delete(socket);
+        this.#closedBytes += socket.bytesWritten;
+      });
+    });
+  }
+
+  async render(): Promise<{ body: string; contentType: string }> {
+    return { body: await this.registry.metrics(), contentType: this.registry.contentType };
+  }
+}

@@ -1,0 +1,144 @@
+import { describe, expect, it } from "vitest";
+import { ConfigError, configWarnings, ORIGIN_VARS, parseOriginConfig } from "../../src/origin/config.ts";
+
+const CWD = "/srv/app";
+const parse = (env: Record<string, string>, argv: string[] = []) => parseOriginConfig(env, argv, CWD);
+function problems(env: Record<string, string>, argv: string[] = []): string[] {
+  try {
+    parse(env, argv);
+  } catch (error) {
+    if (error instanceof ConfigError) return [...error.problems];
+    throw error;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("origin configuration", () => {
+  it("has documented defaults", () => {
+    expect(parse({})).toEqual({
+      host: "127.0.0.1",
+      port: 8788,
+      databasePath: "/srv/app/data/items.sqlite",
+      token: undefined,
+      maxItemBytes: 65536,
+      cacheMaxBytes: 64 * 2 ** 20,
+      cacheTtlMs: 300_000,
+      sendDate: false,
+      reasonPhrase: true,
+      fastPath: true,
+      keepAliveTimeoutMs: 910_000,
+      metricsHost: "127.0.0.1",
+      metricsPort: 8789,
+      seedItems: 0,
+    });
+    const names = ORIGIN_VARS.map((v) => v.name);
+    for (const name of [
+      "HOST", "PORT", "DATABASE_URL", "ORIGIN_TOKEN", "MAX_ITEM_BYTES", "CACHE_MAX_BYTES", "CACHE_TTL_SECONDS",
+      "ORIGIN_SEND_DATE", "ORIGIN_REASON_PHRASE", "ORIGIN_FAST_PATH", "KEEP_ALIVE_TIMEOUT_SECONDS", "METRICS_HOST", "METRICS_PORT",
+      "SEED_SAMPLE_ITEMS",
+    ]) expect(names).toContain(name);
+  });
+
+  it("reads every var", () => {
+    const c = parse({
+      HOST: "0.0.0.0",
+      PORT: "9000",
+      DATABASE_URL: "sqlite:///var/lib/origin/items.db",
+      ORIGIN_TOKEN: "abcdefghijklmnopqrstuvwxyz",
+      MAX_ITEM_BYTES: "128KiB",
+      CACHE_MAX_BYTES: "1GiB",
+      CACHE_TTL_SECONDS: "2.5",
+      ORIGIN_SEND_DATE: "true",
+      ORIGIN_REASON_PHRASE: "0",
+      ORIGIN_FAST_PATH: "false",
+      KEEP_ALIVE_TIMEOUT_SECONDS: "1000",
+      METRICS_HOST: "10.0.0.1",
+      METRICS_PORT: "off",
+      SEED_SAMPLE_ITEMS: "42",
+    });
+    expect(c).toMatchObject({
+      host: "0.0.0.0",
+      port: 9000,
+      databasePath: "/var/lib/origin/items.db",
+      token: "abcdefghijklmnopqrstuvwxyz",
+      maxItemBytes: 131072,
+      cacheMaxBytes: 2 ** 30,
+      cacheTtlMs: 2500,
+      sendDate: true,
+      reasonPhrase: false,
+      fastPath: false,
+      keepAliveTimeoutMs: 1_000_000,
+      metricsHost: "10.0.0.1",
+      metricsPort: undefined,
+      seedItems: 42,
+    });
+  });
+
+  it.each([
+    ["data/x.sqlite", "/srv/app/data/x.sqlite"],
+    ["/abs/x.sqlite", "/abs/x.sqlite"],
+    ["sqlite:./data/x.sqlite", "/srv/app/data/x.sqlite"],
+    ["sqlite:data/x.sqlite", "/srv/app/data/x.sqlite"],
+    ["sqlite:///abs/x.sqlite", "/abs/x.sqlite"],
+    ["sqlite://localhost/abs/x.sqlite", "/abs/x.sqlite"],
+    ["file:///abs/my%20items.sqlite", "/abs/my items.sqlite"],
+    ["file:rel.sqlite", "/srv/app/rel.sqlite"],
+  ])("DATABASE_URL=%s → %s", (url, path) => {
+    expect(parse({ DATABASE_URL: url }).databasePath).toBe(path);
+  });
+
+  it("refuses PostgreSQL clearly, naming the var", () => {
+    for (const url of ["postgres://u:p@db/items", "postgresql://db/items"]) {
+      const [p] = problems({ DATABASE_URL: url });
+      expect(p).toMatch(/^DATABASE_URL .*PostgreSQL is not supported yet/);
+      expect(p).not.toContain("u:p"); // never echoes credentials
+    }
+  });
+
+  it.each([
+    ["PORT", "http", /^PORT="http" is not a port/],
+    ["PORT", "65536", /^PORT=.*0 to 65535/],
+    ["METRICS_PORT", "-1", /^METRICS_PORT=/],
+    ["DATABASE_URL", "mysql://db/x", /^DATABASE_URL=.*unsupported scheme "mysql:"/],
+    ["DATABASE_URL", "sqlite://dbhost/x.sqlite", /^DATABASE_URL=.*names a host \(dbhost\)/],
+    ["DATABASE_URL", "sqlite:x.sqlite?mode=ro", /^DATABASE_URL=.*URL parameters/],
+    ["DATABASE_URL", ":memory:", /^DATABASE_URL=.*not a file/],
+    ["ORIGIN_TOKEN", "", /^ORIGIN_TOKEN is set but empty/],
+    ["ORIGIN_TOKEN", "has space", /^ORIGIN_TOKEN must be printable ASCII/],
+    ["MAX_ITEM_BYTES", "64 KB", /^MAX_ITEM_BYTES=.*not a size/],
+    ["MAX_ITEM_BYTES", "0", /^MAX_ITEM_BYTES=.*out of range/],
+    ["CACHE_MAX_BYTES", "lots", /^CACHE_MAX_BYTES=.*not a size/],
+    ["CACHE_TTL_SECONDS", "5m", /^CACHE_TTL_SECONDS=.*not a duration/],
+    ["KEEP_ALIVE_TIMEOUT_SECONDS", "0", /^KEEP_ALIVE_TIMEOUT_SECONDS=.*>= 1/],
+    ["ORIGIN_SEND_DATE", "yes", /^ORIGIN_SEND_DATE="yes" is not a boolean: set true or false/],
+    ["ORIGIN_REASON_PHRASE", "maybe", /^ORIGIN_REASON_PHRASE=/],
+    ["SEED_SAMPLE_ITEMS", "many", /^SEED_SAMPLE_ITEMS=.*not a count/],
+  ])("%s=%j is refused with a message naming it", (name, raw, message) => {
+    const found = problems({ [name]: raw });
+    expect(found).toHaveLength(1);
+    expect(found[0]).toMatch(message);
+  });
+
+  it("reports every problem at once", () => {
+    expect(problems({ PORT: "x", METRICS_PORT: "y", CACHE_TTL_SECONDS: "z" })).toHaveLength(3);
+  });
+
+  it("rejects METRICS_PORT equal to PORT", () => {
+    expect(problems({ PORT: "9000", METRICS_PORT: "9000" })[0]).toMatch(/^METRICS_PORT=9000 is the same as PORT/);
+  });
+
+  it("--seed and --seed=N", () => {
+    expect(parse({}, ["--seed"]).seedItems).toBe(1000);
+    expect(parse({}, ["--seed=7"]).seedItems).toBe(7);
+    expect(parse({ SEED_SAMPLE_ITEMS: "3" }, ["--seed=9"]).seedItems).toBe(9);
+    expect(problems({}, ["--sed"])[0]).toMatch(/unknown argument "--sed"/);
+  });
+
+  it("warns about weak but legal setups", () => {
+    const w = configWarnings(parse({ ORIGIN_TOKEN: "short", KEEP_ALIVE_TIMEOUT_SECONDS: "60" }));
+    expect(w.join("\n")).toMatch(/shorter than 16/);
+    expect(w.join("\n")).toMatch(/not above 900/);
+    expect(configWarnings(parse({ HOST: "0.0.0.0" }))[0]).toMatch(/without ORIGIN_TOKEN/);
+    expect(configWarnings(parse({}))).toEqual([]);
+  });
+});

@@ -1,0 +1,95 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { get, once, registerCleanup, tempDir, withBody } from "./harness.ts";
+
+const MAIN = fileURLToPath(new URL("../../src/origin/main.ts", import.meta.url));
+
+interface Proc {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+function run(env: Record<string, string>, args: string[] = []): Proc {
+  const child = spawn(process.execPath, [MAIN, ...args], {
+    env: { PATH: process.env["PATH"] ?? "", PORT: "0", METRICS_PORT: "0", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once("exit", (code, signal) => resolve({ code, signal })),
+  );
+  registerCleanup(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill("SIGKILL");
+      await exited;
+    }
+  });
+  return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+/** Resolves with the item port once the startup line is printed. */
+function started(p: Proc): Promise<{ port: number; line: string }> {
+  return new Promise((resolve, reject) => {
+    const check = () => {
+      const line = p.stdout().split("\n").find((l) => l.startsWith("origin listening on "));
+      if (line) {
+        p.child.stdout!.off("data", check);
+        resolve({ port: Number(/:(\d+) /.exec(line)![1]), line });
+      }
+    };
+    p.child.stdout!.on("data", check);
+    p.exited.then(({ code }) => reject(new Error(`exited ${code} before starting:\n${p.stderr()}`)));
+    check();
+  });
+}
+
+describe("node src/origin/main.ts", () => {
+  it("refuses an invalid configuration with exit code 2 and says which var to fix", async () => {
+    const p = run({ PORT: "eighty", DATABASE_URL: "postgres://db/items" });
+    expect((await p.exited).code).toBe(2);
+    expect(p.stderr()).toContain('PORT="eighty" is not a port');
+    expect(p.stderr()).toContain("DATABASE_URL is a PostgreSQL URL: PostgreSQL is not supported yet");
+    expect(p.stdout()).toBe("");
+  });
+
+  it("prints one startup line, keeps a 204'd write through a crash, and stops cleanly on SIGTERM", async () => {
+    const dir = tempDir();
+    const env = { DATABASE_URL: join(dir, "data", "items.sqlite") };
+
+    const first = run(env, ["--seed=3"]);
+    const { port, line } = await started(first);
+    expect(line).toMatch(
+      /^origin listening on http:\/\/127\.0\.0\.1:\d+ \(3 items in .*items\.sqlite \(seeded 3 sample items\); no token check; metrics http:\/\/127\.0\.0\.1:\d+\/metrics\)$/,
+    );
+    const put = await once(port, withBody("PUT", "/items/durable", '{"ok":1}'));
+    expect(put.status).toBe(204);
+    first.child.kill("SIGKILL"); // no shutdown hook runs: only what was fsynced survives
+    await first.exited;
+    expect(first.stderr()).toBe(""); // no SQLite ExperimentalWarning noise (main or writer thread)
+
+    const second = run(env, ["--seed=3"]);
+    const again = await started(second);
+    expect(again.line).toContain("(4 items in "); // not re-seeded
+    const read = await once(again.port, get("/items/durable"));
+    expect(read.text).toBe('HTTP/1.1 200 OK\r\nETag: "1"\r\nContent-Length: 8\r\n\r\n{"ok":1}');
+
+    second.child.kill("SIGTERM");
+    expect(await second.exited).toEqual({ code: 0, signal: null });
+    expect(second.stdout()).toContain("SIGTERM, finishing in-flight requests and closing the database");
+  });
+
+  it("names the port when it is taken", async () => {
+    const a = run({ DATABASE_URL: join(tempDir(), "a.sqlite"), METRICS_PORT: "off" });
+    const { port } = await started(a);
+    const b = run({ DATABASE_URL: join(tempDir(), "b.sqlite"), METRICS_PORT: "off", PORT: String(port) });
+    expect((await b.exited).code).toBe(1);
+    expect(b.stderr()).toMatch(/EADDRINUSE.*set PORT/);
+  });
+});

@@ -1,0 +1,181 @@
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { describe, expect, it } from "vitest";
+import { get, RawConnection, start, tempDir, withBody } from "./harness.ts";
+
+describe("writes", () => {
+  it("read-your-writes: a PUT replaces what this instance serves at once, ETag moves on", async () => {
+    const origin = await start();
+    const c = await RawConnection.open(origin.port);
+    expect((await c.send(withBody("PUT", "/items/a", '{"v":1}'))).header("etag")).toBe('"1"');
+    const first = await c.send(get("/items/a")); // now cached
+    expect(first.body.toString()).toBe('{"v":1}');
+
+    const put = await c.send(withBody("PUT", "/items/a", '{"v":2}'));
+    expect(put.text).toBe('HTTP/1.1 204 No Content\r\nETag: "2"\r\n\r\n');
+    const second = await c.send(get("/items/a", { "If-None-Match": '"1"' }));
+    expect(second.status).toBe(200);
+    expect(second.header("etag")).toBe('"2"');
+    expect(second.body.toString()).toBe('{"v":2}');
+    expect((await c.send(get("/items/a", { "If-None-Match": '"2"' }))).status).toBe(304);
+  });
+
+  it("DELETE answers 204, the next read is 404, and a re-created item never reuses an old ETag", async () => {
+    const origin = await start();
+    const c = await RawConnection.open(origin.port);
+    await c.send(withBody("PUT", "/items/d", '{"v":1}'));
+    await c.send(get("/items/d")); // cached
+    expect((await c.send(get("/items/d", {}, "DELETE"))).text).toBe("HTTP/1.1 204 No Content\r\n\r\n");
+    expect((await c.send(get("/items/d"))).status).toBe(404);
+    expect((await c.send(get("/items/d", { "If-None-Match": '"1"' }))).status).toBe(404);
+    // Idempotent.
+    expect((await c.send(get("/items/d", {}, "DELETE"))).status).toBe(204);
+    const again = await c.send(withBody("PUT", "/items/d", '{"v":"new"}'));
+    expect(again.header("etag")).toBe('"3"'); // 1 = first PUT, 2 = the delete, 3 = this PUT
+    const read = await c.send(get("/items/d", { "If-None-Match": '"1"' }));
+    expect(read.status).toBe(200);
+    expect(read.body.toString()).toBe('{"v":"new"}');
+  });
+
+  it("stores JSON minified with every token kept as written", async () => {
+    const origin = await start();
+    const c = await RawConnection.open(origin.port);
+    const body = '{\n  "big": 12345678901234567890,\n  "f": 1.50,\n  "e": 1E3,\n  "s": "a \\" b\\\\",\n  "u": "é ✓"\n}\n';
+    await c.send(withBody("PUT", "/items/m", body, { "Content-Type": "application/json; charset=utf-8" }));
+    const r = await c.send(get("/items/m"));
+    expect(r.body.toString()).toBe('{"big":12345678901234567890,"f":1.50,"e":1E3,"s":"a \\" b\\\\","u":"é ✓"}');
+    expect(Number(r.header("content-length"))).toBe(r.body.byteLength);
+  });
+
+  it("a write is committed to the database file before the 204, and survives a restart", async () => {
+    const dir = tempDir();
+    const path = join(dir, "items.sqlite");
+    const first = await start({}, { dir });
+    const put = await (await RawConnection.open(first.port)).send(withBody("PUT", "/items/keep", '{"k": true}'));
+    expect(put.status).toBe(204);
+
+    // Another connection to the same file sees the row as soon as the 204 is out.
+    const other = new DatabaseSync(path, { readOnly: true });
+    const row = other.prepare("SELECT version, body FROM items WHERE id = ?").get("keep") as { version: number; body: Uint8Array };
+    expect(row.version).toBe(1);
+    expect(Buffer.from(row.body).toString()).toBe('{"k":true}');
+    expect((other.prepare("PRAGMA journal_mode").get() as { journal_mode: string }).journal_mode).toBe("wal");
+    other.close();
+
+    await first.close();
+    const second = await start({}, { dir });
+    const read = await (await RawConnection.open(second.port)).send(get("/items/keep"));
+    expect(read.text).toBe('HTTP/1.1 200 OK\r\nETag: "1"\r\nContent-Length: 10\r\n\r\n{"k":true}');
+  });
+
+  it("concurrent writes from many connections all commit, each with its own version", async () => {
+    const origin = await start();
+    const conns = await Promise.all(Array.from({ length: 30 }, () => RawConnection.open(origin.port)));
+    const same = await Promise.all(conns.map((c, i) => c.send(withBody("PUT", "/items/shared", `{"writer":${i}}`))));
+    const versions = same.map((r) => r.header("etag")).sort();
+    expect(new Set(versions).size).toBe(30); // 30 distinct versions: no lost update
+    const distinct = await Promise.all(conns.map((c, i) => c.send(withBody("PUT", `/items/own-${i}`, `{"i":${i}}`))));
+    expect(distinct.every((r) => r.status === 204)).toBe(true);
+    expect(origin.store.count()).toBe(31);
+    const last = await conns[0]!.send(get("/items/shared"));
+    expect(last.header("etag")).toBe('"U"'); // version 30
+    for (let i = 0; i < 30; i += 7) expect((await conns[1]!.send(get(`/items/own-${i}`))).body.toString()).toBe(`{"i":${i}}`);
+  });
+
+  it("seeds sample items only into an empty store", async () => {
+    const dir = tempDir();
+    const first = await start({ SEED_SAMPLE_ITEMS: "5" }, { dir });
+    expect(first.seeded).toBe(5);
+    await (await RawConnection.open(first.port)).send(get("/items/1", {}, "DELETE"));
+    await first.close();
+    const second = await start({ SEED_SAMPLE_ITEMS: "50" }, { dir });
+    expect(second.seeded).toBe(0);
+    expect(second.store.count()).toBe(4);
+  });
+});
+
+describe("bad input gets a clear error and changes nothing", () => {
+  const cases: { name: string; request: () => Buffer; status: number; error: RegExp; closes?: boolean }[] = [
+    { name: "invalid JSON", request: () => withBody("PUT", "/items/x", '{"v": 2'), status: 400, error: /not valid JSON/ },
+    { name: "empty body", request: () => withBody("PUT", "/items/x", ""), status: 400, error: /not valid JSON/ },
+    {
+      name: "invalid UTF-8",
+      request: () => withBody("PUT", "/items/x", Buffer.from([0x22, 0xff, 0x22])),
+      status: 400,
+      error: /UTF-8/,
+    },
+    {
+      name: "wrong content type",
+      request: () => withBody("PUT", "/items/x", '{"v":2}', { "Content-Type": "text/plain" }),
+      status: 415,
+      error: /application\/json/,
+    },
+    { name: "no content type", request: () => withBody("PUT", "/items/x", '{"v":2}', {}), status: 415, error: /application\/json/ },
+    {
+      name: "a charset other than UTF-8",
+      request: () => withBody("PUT", "/items/x", '{"v":2}', { "Content-Type": "application/json; charset=latin1" }),
+      status: 415,
+      error: /UTF-8/,
+    },
+    {
+      name: "body over MAX_ITEM_BYTES (declared length)",
+      request: () => withBody("PUT", "/items/x", `"${"a".repeat(1024)}"`),
+      status: 413,
+      error: /MAX_ITEM_BYTES \(1024\)/,
+    },
+    {
+      name: "body over MAX_ITEM_BYTES (chunked)",
+      request: () =>
+        Buffer.from(
+          "PUT /items/x HTTP/1.1\r\nHost: o\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
+            `402\r\n"${"a".repeat(1024)}"\r\n0\r\n\r\n`,
+        ),
+      status: 413,
+      error: /MAX_ITEM_BYTES/,
+      closes: true,
+    },
+    { name: "bad id", request: () => withBody("PUT", "/items/x%2Fy", '{"v":2}'), status: 400, error: /bad id/ },
+    { name: "id too long", request: () => withBody("PUT", `/items/${"a".repeat(129)}`, '{"v":2}'), status: 400, error: /bad id/ },
+  ];
+
+  for (const t of cases) {
+    it(t.name, async () => {
+      const origin = await start({ MAX_ITEM_BYTES: "1KiB" });
+      const c = await RawConnection.open(origin.port);
+      await c.send(withBody("PUT", "/items/x", '{"v":1}'));
+      const before = await c.send(get("/items/x"));
+
+      const r = await c.send(t.request());
+      expect(r.status).toBe(t.status);
+      expect(r.header("content-type")).toBe("application/json");
+      expect(JSON.parse(r.body.toString()).error).toMatch(t.error);
+
+      const check = t.closes ? await RawConnection.open(origin.port) : c; // otherwise the same connection still works
+      const after = await check.send(get("/items/x"));
+      expect(after.raw.equals(before.raw)).toBe(true);
+      expect(origin.store.count()).toBe(1);
+      const stored = await origin.store.get("x");
+      expect(stored?.version).toBe(1);
+      expect(Buffer.from(stored!.body).toString()).toBe('{"v":1}');
+    });
+  }
+
+  it("a body of exactly MAX_ITEM_BYTES is accepted", async () => {
+    const origin = await start({ MAX_ITEM_BYTES: "1KiB" });
+    const body = `"${"a".repeat(1022)}"`;
+    const r = await (await RawConnection.open(origin.port)).send(withBody("PUT", "/items/x", body));
+    expect(r.status).toBe(204);
+  });
+
+  it("a huge declared body is refused and the connection closed", async () => {
+    const origin = await start({ MAX_ITEM_BYTES: "1KiB" });
+    const c = await RawConnection.open(origin.port);
+    const r = await c.send(
+      "PUT /items/x HTTP/1.1\r\nHost: o\r\nContent-Type: application/json\r\nContent-Length: 50000000\r\n\r\n{",
+    );
+    expect(r.status).toBe(413);
+    expect(r.header("connection")).toBe("close");
+    await c.closed;
+    expect(origin.store.count()).toBe(0);
+  });
+});

@@ -10,6 +10,7 @@ const origin = await startOrigin({
   port: ORIGIN_PORT,
   databasePath: process.env.DATABASE_URL ?? "./data/items.sqlite",
   seedItems: 1000,
+  metricsPort: 8789,
   echo: true,
 });
 const worker = await startWranglerDev({
@@ -26,6 +27,7 @@ console.log(`
 slim-edge is running:
   worker (edge)  ${worker.url}   → try: curl -i ${worker.url}/items/1
   origin         ${origin.url}   → try: curl -i ${origin.url}/items/1
+  origin metrics http://127.0.0.1:8789/metrics
   a preflight:   curl -i -X OPTIONS ${worker.url}/items/1 -H 'Origin: https://app.example.com' -H 'Access-Control-Request-Method: GET'
                  (CORS is off until you allow origins: npm start -- --var CORS_ALLOW_ORIGINS:https://app.example.com)
 Ctrl-C stops both.

@@ -3,7 +3,7 @@
 // bench/egress/mix.default.json. Every problem in a file is reported with the field's path, all at once.
 
 import { readFileSync } from "node:fs";
-import { permutation, prng, weighted, Zipf } from "./random.ts";
+import { permutation, prng, weighted, Zipf } from "../lib/random.ts";
 import { itemBody, type EdgeRequest, type Traffic, type TrafficEvent } from "./traffic.ts";
 
 export interface Mix {

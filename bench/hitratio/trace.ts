@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { gunzipSync } from "node:zlib";
+import { prng } from "../lib/random.ts";
 
 /** A request stream with its keys interned: `requests[i]` indexes `keys`. */
 export interface Trace {
@@ -71,7 +72,7 @@ export function zipfTrace(options: ZipfOptions = ZIPF_DEFAULTS): Trace {
     total += rank ** -exponent;
     cdf[rank - 1] = total;
   }
-  const random = mulberry32(seed);
+  const random = prng(seed);
   const requests = new Int32Array(requestCount);
   for (let i = 0; i < requestCount; i++) {
     const target = random() * total;
@@ -88,13 +89,3 @@ export function zipfTrace(options: ZipfOptions = ZIPF_DEFAULTS): Trace {
   return { name: "zipf", requests, keys };
 }
 
-/** mulberry32: a small, well-mixed 32-bit PRNG; returns floats in [0, 1). */
-function mulberry32(seed: number): () => number {
-  let state = seed | 0;
-  return () => {
-    state = (state + 0x6d2b79f5) | 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}

@@ -1,14 +1,4 @@
-/** Deterministic PRNG (mulberry32) so every run draws the same id sequence. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng } from "../lib/random.ts";
 
 /**
  * `count` draws from a Zipf(s) distribution over `n` items, returned as item numbers 1..n. Ranks are
@@ -23,7 +13,7 @@ export function zipfSequence(n: number, s: number, count: number, seed: number):
     cdf[k - 1] = sum;
   }
   for (let k = 0; k < n; k++) cdf[k]! /= sum;
-  const random = rng(seed);
+  const random = prng(seed);
   const perm = new Int32Array(n);
   for (let i = 0; i < n; i++) perm[i] = i + 1;
   for (let i = n - 1; i > 0; i--) {

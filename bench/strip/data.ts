@@ -3,6 +3,8 @@
 // message has 10-30 headers, 0-30% of them internal. Identical in Node and in workerd (seeded PRNG, no
 // Date/Math.random), so both runtimes measure the same work.
 
+import { prng } from "../lib/random.ts";
+
 export interface MessageSpec {
   readonly kind: "navigation" | "api" | "item" | "document";
   /** Name/value pairs in arrival order (names lowercase, as the Headers iterator yields them). */
@@ -12,18 +14,6 @@ export interface MessageSpec {
 export interface DataSet {
   readonly requests: readonly MessageSpec[];
   readonly responses: readonly MessageSpec[];
-}
-
-/** mulberry32: small, fast, deterministic. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const ALNUM = "abcdefghijklmnopqrstuvwxyz0123456789";

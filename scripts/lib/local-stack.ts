@@ -69,6 +69,7 @@ export interface OriginOptions {
   databasePath: string;
   seedItems?: number;
   token?: string;
+  metricsPort?: number;
   extraEnv?: Record<string, string>;
   echo?: boolean;
 }
@@ -82,6 +83,9 @@ export async function startOrigin(options: OriginOptions): Promise<Running> {
     PORT: String(port),
     DATABASE_URL: options.databasePath,
     SEED_SAMPLE_ITEMS: String(options.seedItems ?? 0),
+    // A fixed metrics port would collide between stacks started side by side; `off` serves /metrics and
+    // /healthz on PORT (behind the token, if any).
+    METRICS_PORT: options.metricsPort === undefined ? "off" : String(options.metricsPort),
     ...(options.token ? { ORIGIN_TOKEN: options.token } : {}),
     ...options.extraEnv,
   };

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { parseAccessLog } from "../../bench/egress/access-log.ts";
 import { parseArgs, ArgsError } from "../../bench/egress/args.ts";
 import { generateTraffic, InputError, jsonErrorOffset, loadMix, parseMix } from "../../bench/egress/mix.ts";
-import { Zipf } from "../../bench/egress/random.ts";
+import { Zipf } from "../../bench/lib/random.ts";
 import { countRequests, itemBody, type EdgeRequest } from "../../bench/egress/traffic.ts";
 import { sampleItem } from "../../src/origin/seed.ts";
 

@@ -70,8 +70,6 @@ export async function startStack(): Promise<Stack> {
     const origin = await startOrigin({
       databasePath: join(dataDir, "items.sqlite"),
       seedItems: SEED_ITEMS,
-      // No separate metrics listener: its default port may be taken, and the relay is the request log.
-      extraEnv: { METRICS_PORT: "off" },
     });
     started.push(origin);
     const relay = await startRecordingRelay(origin.port);

@@ -135,7 +135,6 @@ const dataDir = mkdtempSync(join(tmpdir(), "slim-edge-load-data-"));
 const origin = await startOrigin({
   databasePath: join(dataDir, "items.sqlite"),
   seedItems: mix.items.count,
-  extraEnv: { METRICS_PORT: "off" },
 });
 let workerd: Awaited<ReturnType<typeof startEdgeWorkerd>> | undefined;
 let exitCode = 1;

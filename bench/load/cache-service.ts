@@ -1,6 +1,6 @@
-// The Cache API backend for a bare `workerd serve` (bench/load/workerd.ts): workerd sends every
-// `caches.default` operation of the edge worker to this service, as miniflare's cache service receives them
-// under `wrangler dev`:
+// The Cache API backend for a bare `workerd serve` (bench/load/workerd.ts, through bench/workerd/harness.ts's
+// `cache: { entry }`): workerd sends every `caches.default` operation of the edge worker to this service, as
+// miniflare's cache service receives them under `wrangler dev`:
 //   GET   key URL             → the stored response with `CF-Cache-Status: HIT`, or 504 + `CF-Cache-Status: MISS`
 //   PUT   key URL, body = the response serialised as HTTP/1.1 (status line, headers, body) → 204
 //   PURGE key URL             → 200, or 404 when absent

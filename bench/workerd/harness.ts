@@ -10,7 +10,7 @@
 // A worker that uses the Cache API needs `cache` (a bare workerd has none and throws "No Cache was configured"):
 //   cache: { url: "http://127.0.0.1:PORT" } (a service outside the process) or { entry: "path/to/cache-worker.ts" }.
 // Several workers in one run, interleaved (trivial vs passthrough vs ours): compareWorkers([{ label, entry, ... }]).
-// Lower level: bundleWorker, startWorkerd (→ url, pid, cpu()), drive, measureRunning, readProcessCpu.
+// Lower level: bundleWorker, startWorkerd (→ url, port, pid, cpu(), logs()), drive, measureRunning, readProcessCpu.
 // CLI: node bench/workerd/cpu.ts ENTRY [options]
 
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
@@ -113,6 +113,8 @@ export interface Workerd {
   readonly pid: number;
   readonly bundleBytes: number;
   cpu(): CpuSample;
+  /** The last output workerd printed, stdout and stderr (stderr carries the worker's console output). */
+  logs(): string;
   close(): Promise<void>;
 }
 
@@ -270,6 +272,7 @@ export async function startWorkerd(options: WorkerdOptions): Promise<Workerd> {
     pid,
     bundleBytes: Buffer.byteLength(code),
     cpu: () => readProcessCpu(pid),
+    logs: () => logs.join(""),
     close: () =>
       new Promise<void>((done) => {
         const finish = () => {

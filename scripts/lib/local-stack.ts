@@ -2,8 +2,10 @@
 // measurement, the egress meter and end-to-end tests. Readiness is read from each process's own output,
 // never guessed with a sleep.
 import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
-import { resolve } from "node:path";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const BIN = resolve(ROOT, "node_modules/.bin");
@@ -100,12 +102,32 @@ export interface WorkerOptions {
   extraArgs?: string[];
 }
 
-/** The worker under `wrangler dev` (local workerd), with `--var NAME:VALUE` for each var. */
+/**
+ * The worker under `wrangler dev` (local workerd), with `--var NAME:VALUE` for each var. Each instance keeps
+ * its local state (the edge cache) in a temporary directory of its own: two instances sharing
+ * `.wrangler/state` lock each other's SQLite files at startup.
+ */
 export async function startWranglerDev(options: WorkerOptions): Promise<Running> {
   const port = options.port ?? (await freePort());
+  const state = mkdtempSync(join(tmpdir(), "slim-edge-wrangler-"));
   const varArgs = Object.entries(options.vars).flatMap(([name, value]) => ["--var", `${name}:${value}`]);
   const env = { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", NO_COLOR: "1" };
-  const args = ["dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(await freePort()), "--show-interactive-dev-session=false", ...varArgs, ...(options.extraArgs ?? [])];
-  const child = await spawnUntilReady("worker", resolve(BIN, "wrangler"), args, env, /Ready on http/, options.echo ?? false);
-  return { url: `http://127.0.0.1:${port}`, port, child, stop: () => stopChild(child) };
+  const args = [
+    "dev",
+    "--ip", "127.0.0.1",
+    "--port", String(port),
+    "--inspector-port", String(await freePort()),
+    "--persist-to", state,
+    "--show-interactive-dev-session=false",
+    ...varArgs,
+    ...(options.extraArgs ?? []),
+  ];
+  const removeState = () => rmSync(state, { recursive: true, force: true });
+  const child = await spawnUntilReady("worker", resolve(BIN, "wrangler"), args, env, /Ready on http/, options.echo ?? false).catch(
+    (error: unknown) => {
+      removeState();
+      throw error;
+    },
+  );
+  return { url: `http://127.0.0.1:${port}`, port, child, stop: () => stopChild(child).then(removeState) };
 }

@@ -74,11 +74,16 @@ export async function startStack(): Promise<Stack> {
     started.push(origin);
     const relay = await startRecordingRelay(origin.port);
     started.push(relay);
-    const [allowList, anyOrigin] = await Promise.all([
+    // Started together; whichever came up is stopped with the rest if the other did not.
+    const workers = await Promise.allSettled([
       startWranglerDev({ vars: allowListVars(pages.port, relay.url) }),
       startWranglerDev({ vars: anyOriginVars(relay.url) }),
     ]);
-    started.push(allowList, anyOrigin);
+    for (const worker of workers) if (worker.status === "fulfilled") started.push(worker.value);
+    const [allowList, anyOrigin] = workers.map((worker) => {
+      if (worker.status === "rejected") throw worker.reason;
+      return worker.value;
+    }) as [Running, Running];
     return {
       pages,
       origin,

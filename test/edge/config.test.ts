@@ -24,6 +24,9 @@ const REFUSED: Array<[string, EdgeVars, string, RegExp]> = [
   ["wildcard over .com, credentialed", { CORS_ALLOW_ORIGINS: "https://*.com", ...CREDENTIALED }, "CORS_ALLOW_ORIGINS", /public suffix "com"/],
   ["wildcard over github.io, credentialed", { CORS_ALLOW_ORIGINS: "https://*.github.io", ...CREDENTIALED }, "CORS_ALLOW_ORIGINS", /public suffix "github.io"/],
   ["wildcard over co.uk, credentialed", { CORS_ALLOW_ORIGINS: "https://*.co.uk", ...CREDENTIALED }, "CORS_ALLOW_ORIGINS", /public suffix "co.uk"/],
+  ["pattern with a trailing slash", { CORS_ALLOW_ORIGINS: "https://*.example.com/" }, "CORS_ALLOW_ORIGINS", /write "https:\/\/\*\.example\.com"/],
+  ["uppercase pattern", { CORS_ALLOW_ORIGINS: "https://*.Example.com" }, "CORS_ALLOW_ORIGINS", /write "https:\/\/\*\.example\.com"/],
+  ["pattern with a default port", { CORS_ALLOW_ORIGINS: "https://*.example.com:443" }, "CORS_ALLOW_ORIGINS", /write "https:\/\/\*\.example\.com"/],
   ["origin with a path", { CORS_ALLOW_ORIGINS: "https://a.example.com/app" }, "CORS_ALLOW_ORIGINS", /write "https:\/\/a.example.com"/],
   ["origin with a trailing slash", { CORS_ALLOW_ORIGINS: "https://a.example.com/" }, "CORS_ALLOW_ORIGINS", /trailing slash/],
   ["origin with a default port", { CORS_ALLOW_ORIGINS: "https://a.example.com:443" }, "CORS_ALLOW_ORIGINS", /default port 443/],
@@ -97,6 +100,10 @@ describe("configuration", () => {
   it("accepts a wildcard over a public suffix only without credentials", () => {
     expect(problemsOf({ CORS_ALLOW_ORIGINS: "https://*.github.io" })).toEqual([]);
     expect(problemsOf({ CORS_ALLOW_ORIGINS: "https://*.example.com", ...CREDENTIALED })).toEqual([]);
+  });
+
+  it("reads an empty CORS_ALLOW_METHODS as the default, like every other var", () => {
+    expect(parseEdgeConfig({ CORS_ALLOW_METHODS: "" }).cors.methods).toEqual(["GET", "HEAD"]);
   });
 
   it("normalises header names to lowercase and the origin URL to no trailing slash", () => {

@@ -183,3 +183,57 @@ describe("edge cache with HEAD and failures", () => {
     expect(ifNoneMatchOf((await origin.requests())[2])).toBeUndefined();
   });
 });
+
+describe("edge cache: what a shared cache must not reuse", () => {
+  it.each([["authorization", "Bearer alice"], ["cookie", "session=alice"]])(
+    "never stores or serves a response to a request with %s",
+    async (name, value) => {
+      const origin = await fakeOrigin(V1);
+      const vars = { ...FRESH, ORIGIN_URL: origin.url };
+      expect(await (await callEdge(vars, "/items/1", { headers: { [name]: value } })).text()).toBe('{"v":1}');
+      await origin.answer({ status: 401, body: "" });
+      expect((await callEdge(vars, "/items/1")).status).toBe(401);
+      // The credentialed request went through, and its own header reached the origin.
+      const [first] = await origin.requests();
+      expect(first!.headers.some(([header, sent]) => header.toLowerCase() === name && sent === value)).toBe(true);
+    },
+  );
+
+  it("does not store a response that varies on anything but origin and accept-encoding", async () => {
+    const origin = await fakeOrigin({ ...V1, headers: [...V1.headers!, ["Vary", "Accept-Language"]] });
+    const vars = { ...FRESH, ORIGIN_URL: origin.url };
+    for (let i = 0; i < 2; i++) await (await callEdge(vars, "/items/1", { headers: { "accept-language": "fr" } })).text();
+    expect(await origin.requests()).toHaveLength(2);
+    const ok = await fakeOrigin({ ...V1, headers: [...V1.headers!, ["Vary", "Accept-Encoding, Origin"]] });
+    for (let i = 0; i < 2; i++) await (await callEdge({ ...vars, ORIGIN_URL: ok.url }, "/items/1")).text();
+    expect(await ok.requests()).toHaveLength(1);
+  });
+});
+
+describe("edge cache: the origin's freshness", () => {
+  it("keeps any origin Cache-Control on hits, including one that looks like the edge's own", async () => {
+    const origin = await fakeOrigin({ ...V1, headers: [...V1.headers!, ["Cache-Control", "max-age=604800"]] });
+    const vars = { ...FRESH, ORIGIN_URL: origin.url };
+    await (await callEdge(vars, "/items/1")).text();
+    expect((await callEdge(vars, "/items/1")).headers.get("cache-control")).toBe("max-age=604800");
+    expect(await origin.requests()).toHaveLength(1);
+  });
+
+  it.each(["max-age=0", "s-maxage=0, max-age=600", "public, max-age=0"])("revalidates every read under %s", async (cacheControl) => {
+    const origin = await fakeOrigin({ ...V1, headers: [...V1.headers!, ["Cache-Control", cacheControl]] });
+    const vars = { ...FRESH, ORIGIN_URL: origin.url };
+    await (await callEdge(vars, "/items/1")).text();
+    await origin.answer({ ...NOT_MODIFIED });
+    expect(await (await callEdge(vars, "/items/1")).text()).toBe('{"v":1}');
+    expect(await origin.requests()).toHaveLength(2);
+  });
+
+  it("gives an edge 304 the Cache-Control and Vary the 200 would have had", async () => {
+    const origin = await fakeOrigin({ ...V1, headers: [...V1.headers!, ["Cache-Control", "max-age=30"]] });
+    const vars = { ...FRESH, ORIGIN_URL: origin.url };
+    await (await callEdge(vars, "/items/1")).text();
+    const res = await callEdge(vars, "/items/1", { headers: { "if-none-match": '"v1"' } });
+    expect(res.status).toBe(304);
+    expect(Object.fromEntries(res.headers)).toEqual({ etag: '"v1"', "cache-control": "max-age=30", vary: "origin" });
+  });
+});

@@ -43,6 +43,19 @@ describe("production egress metering (Analytics Engine)", () => {
     for (const point of points.slice(1)) expect(point.doubles).toEqual([0, 0, 0]);
   });
 
+  it("writes the data point however the origin body ends: a HEAD that never reads it, too", async () => {
+    const origin = await fakeOrigin({ status: 200, headers: [["ETag", '"v1"']], body: "y".repeat(100) });
+    const { points, dataset } = recordingDataset();
+    const env = { ORIGIN_URL: origin.url, EDGE_CACHE_TTL: "0", EGRESS: dataset };
+    await call(env, "/items/1");
+    await origin.answer({ status: 200, headers: [["ETag", '"v2"'], ["Cache-Control", "no-store"]], body: "z".repeat(100) });
+    await call(env, "/items/1", { method: "HEAD" });
+    expect(points.map((p) => [p.blobs?.[0], p.doubles?.[0]])).toEqual([
+      ["cache-miss", 200],
+      ["cache-revalidate", 200],
+    ]);
+  });
+
   it("writes nothing and breaks nothing without the binding", async () => {
     const origin = await fakeOrigin();
     const { res } = await call({ ORIGIN_URL: origin.url }, "/items/1");

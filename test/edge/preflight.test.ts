@@ -65,6 +65,13 @@ describe("preflight, answered at the edge", () => {
     expect(res.headers.get("access-control-allow-methods")).toBe("PATCH");
   });
 
+  it("never refuses a safelisted method, listed or not: Fetch never asks permission for it", async () => {
+    const putOnly = { ...ALLOW_LIST, CORS_ALLOW_METHODS: "PUT" };
+    const res = await preflight(putOnly, { origin: APP, "access-control-request-method": "GET", "access-control-request-headers": "authorization" });
+    expect(res.status).toBe(204);
+    expect(res.headers.has("access-control-allow-methods")).toBe(false);
+  });
+
   it("refuses when any one requested header is not allowed", async () => {
     await expectRefused(
       await preflight(ALLOW_LIST, {

@@ -255,7 +255,8 @@ function expectedAnswer(p: Policy, r: PreflightRequest): Array<[string, string]>
   const origin = h.get("origin") ?? "";
   const method = h.get("access-control-request-method") ?? "";
   if (!oracleAllowsOrigin(p, origin)) return null;
-  if (!TOKEN.test(method) || !(p.anyMethod || p.methods.includes(method))) return null;
+  // Fetch never needs a safelisted method allowed, so a policy cannot refuse one.
+  if (!TOKEN.test(method) || !(p.anyMethod || p.methods.includes(method) || SAFELISTED.has(method))) return null;
   const requested = h.get("access-control-request-headers");
   const names: string[] = [];
   if (requested !== null && requested.trim() !== "") {

@@ -142,9 +142,10 @@ function parseOrigins(vars: EdgeVars, credentials: boolean, problems: ConfigProb
     const wildcard = /^(https?:\/\/)\*\.(.+)$/.exec(item);
     if (wildcard) {
       const [, prefix = "", domainAndPort = ""] = wildcard;
+      // Checked as the origin it would match one label deeper; the message's quotes are put back on the pattern.
       const problem = originProblem(`${prefix}${domainAndPort}`);
       if (problem) {
-        problems.push({ variable, message: `in the pattern "${item}": ${problem}` });
+        problems.push({ variable, message: problem.replaceAll(`"${prefix}`, `"${prefix}*.`) });
         continue;
       }
       const domain = domainAndPort.replace(/:\d+$/, "");
@@ -167,7 +168,7 @@ function parseOrigins(vars: EdgeVars, credentials: boolean, problems: ConfigProb
 
 function parseMethods(vars: EdgeVars, credentials: boolean, problems: ConfigProblem[]) {
   const variable = "CORS_ALLOW_METHODS";
-  const items = listItems(variable, vars.CORS_ALLOW_METHODS ?? EDGE_DEFAULTS.CORS_ALLOW_METHODS, problems);
+  const items = listItems(variable, vars.CORS_ALLOW_METHODS || EDGE_DEFAULTS.CORS_ALLOW_METHODS, problems);
   let anyMethod = false;
   const methods: string[] = [];
   for (const item of items) {

@@ -5,20 +5,35 @@ import { originHeadTooLarge } from "./origin-head.ts";
 
 export const ORIGIN_TOKEN_HEADER = "x-origin-token";
 
+const CONDITIONAL_HEADERS = ["if-none-match", "if-modified-since", "if-match", "if-unmodified-since", "if-range", "range"];
+
 /**
- * Fetches one item from the origin: the client's headers minus internal ones (conditional headers pass
- * through), plus the origin token. Failures become small edge answers that reveal nothing internal.
+ * How the client's conditional headers travel: as they are (`"client"`), dropped so the origin answers with
+ * the whole item (`null`, to fill the edge cache), or replaced by the edge's own `If-None-Match`.
+ */
+export type Conditional = "client" | null | { ifNoneMatch: string };
+
+/**
+ * Fetches one item from the origin: the client's headers minus internal ones, the conditional headers as
+ * `conditional` says, plus the origin token; at most one copy of the headers is made. Failures become small
+ * edge answers that reveal nothing internal: unreachable 502, slow 504, a head over 32 KB 502. Redirects are
+ * passed on, never followed.
  */
 export async function fetchItem(
   origin: OriginSpec,
   id: string,
   method: "GET" | "HEAD",
   clientHeaders: Headers,
+  conditional: Conditional = "client",
 ): Promise<Response | EdgeAnswer> {
   let headers = stripRequestHeaders(clientHeaders);
-  if (origin.token !== "") {
+  if (origin.token !== "" || conditional !== "client") {
     if (headers === clientHeaders) headers = new Headers(clientHeaders);
-    headers.set(ORIGIN_TOKEN_HEADER, origin.token);
+    if (origin.token !== "") headers.set(ORIGIN_TOKEN_HEADER, origin.token);
+    if (conditional !== "client") {
+      for (const name of CONDITIONAL_HEADERS) headers.delete(name);
+      if (conditional !== null) headers.set("if-none-match", conditional.ifNoneMatch);
+    }
   }
   let response: Response;
   try {

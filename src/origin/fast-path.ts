@@ -66,7 +66,8 @@ const QUERY = table((c) => c >= 0x21 && c <= 0x7e && c !== 0x23);
 /** field-content bytes: HTAB, SP, VCHAR, obs-text. */
 const VALUE = table((c) => c === HTAB || (c >= 0x20 && c <= 0x7e) || c >= 0x80);
 
-const CRLFCRLF = Buffer.from("\r\n\r\n");
+const GET_SP = Buffer.from("GET ");
+const HEAD_SP = Buffer.from("HEAD ");
 const ITEMS = Buffer.from("/items/");
 const VERSION = Buffer.from(" HTTP/1.1\r\n");
 
@@ -78,72 +79,96 @@ function nameIs(buf: Buffer, at: number, lower: string): boolean {
   return true;
 }
 
-function bytesAre(buf: Buffer, at: number, expected: Buffer): boolean {
-  if (at + expected.length > buf.length) return false;
-  for (let k = 0; k < expected.length; k++) if (buf[at + k] !== expected[k]) return false;
-  return true;
+const MATCH = 0;
+const MISMATCH = 1;
+const SHORT = 2;
+/** Compares `buf[at..end)` with `expected`: MATCH, MISMATCH at a byte that differs, SHORT if `end` comes first. */
+function bytesAre(buf: Buffer, at: number, end: number, expected: Buffer): number {
+  for (let k = 0; k < expected.length; k++) {
+    if (at + k >= end) return SHORT;
+    if (buf[at + k] !== expected[k]) return MISMATCH;
+  }
+  return MATCH;
 }
 
 /**
  * Recognises one request at `buf[start..]`. PARSED fills `out`; DEFER means "not ours, let node:http
  * decide" (never an error by itself); INCOMPLETE means the head has not fully arrived.
+ *
+ * The head is checked byte by byte as far as it has arrived, so the first byte outside the accepted
+ * subset (a bare LF, a wrong method, a control character…) hands the connection to node:http at once,
+ * complete head or not: node answers malformed requests immediately, and so must we.
  */
 export function parseFastRequest(buf: Buffer, start: number, out: FastRequest): ParseResult {
   const len = buf.length;
+  // Only the first MAX_FAST_HEAD bytes may hold the head; running out of them means "too long: DEFER".
+  const end = len - start > MAX_FAST_HEAD ? start + MAX_FAST_HEAD : len;
+  const short: ParseResult = end < len ? DEFER : INCOMPLETE;
   let i = start;
+  if (i >= end) return INCOMPLETE;
   let head: boolean;
+  let m: number;
   // Method first, so a write or anything else is handed over without waiting for its whole head.
   if (buf[i] === 0x47 /* G */) {
-    if (len - i >= 4 && !(buf[i + 1] === 0x45 && buf[i + 2] === 0x54 && buf[i + 3] === SP)) return DEFER;
+    m = bytesAre(buf, i, end, GET_SP);
     head = false;
     i += 4;
   } else if (buf[i] === 0x48 /* H */) {
-    if (len - i >= 5 && !(buf[i + 1] === 0x45 && buf[i + 2] === 0x41 && buf[i + 3] === 0x44 && buf[i + 4] === SP)) {
-      return DEFER;
-    }
+    m = bytesAre(buf, i, end, HEAD_SP);
     head = true;
     i += 5;
   } else {
-    return len > start ? DEFER : INCOMPLETE;
+    return DEFER;
   }
-
-  const crlfcrlf = buf.indexOf(CRLFCRLF, start);
-  if (crlfcrlf === -1) return len - start > MAX_FAST_HEAD ? DEFER : INCOMPLETE;
-  if (crlfcrlf + 4 - start > MAX_FAST_HEAD) return DEFER;
-  const headersEnd = crlfcrlf + 2; // the final empty line starts here
+  if (m !== MATCH) return m === MISMATCH ? DEFER : short;
 
   // Request line: `/items/<id>[?query] HTTP/1.1\r\n`
-  if (!bytesAre(buf, i, ITEMS)) return DEFER;
+  m = bytesAre(buf, i, end, ITEMS);
+  if (m !== MATCH) return m === MISMATCH ? DEFER : short;
   i += ITEMS.length;
   const idStart = i;
-  while (i < headersEnd && ID[buf[i]!] === 1) i++;
+  while (i < end && ID[buf[i]!] === 1) i++;
   const idLength = i - idStart;
-  if (idLength < 1 || idLength > 128) return DEFER;
+  if (idLength > 128) return DEFER;
+  if (i >= end) return short;
+  if (idLength < 1) return DEFER;
   const idEnd = i;
   if (buf[i] === QUESTION) {
     i++;
-    while (i < headersEnd && QUERY[buf[i]!] === 1) i++;
+    while (i < end && QUERY[buf[i]!] === 1) i++;
   }
-  if (!bytesAre(buf, i, VERSION)) return DEFER;
+  m = bytesAre(buf, i, end, VERSION);
+  if (m !== MATCH) return m === MISMATCH ? DEFER : short;
   i += VERSION.length;
 
-  // Header lines.
+  // Header lines, up to the empty line.
   let hosts = 0;
   let count = 0;
   let token: string | undefined | null;
   let ifNoneMatch: string | undefined;
   let close = false;
-  while (i < headersEnd) {
+  for (;;) {
+    if (i >= end) return short;
+    if (buf[i] === CR) {
+      if (i + 1 >= end) return short;
+      if (buf[i + 1] !== LF) return DEFER;
+      i += 2;
+      break;
+    }
     if (++count > MAX_FAST_HEADERS) return DEFER;
     const nameStart = i;
-    while (TOKEN[buf[i]!] === 1) i++;
+    while (i < end && TOKEN[buf[i]!] === 1) i++;
+    if (i >= end) return short;
     const nameLength = i - nameStart;
     if (nameLength === 0 || buf[i] !== COLON) return DEFER;
     i++;
-    while (buf[i] === SP || buf[i] === HTAB) i++;
+    while (i < end && (buf[i] === SP || buf[i] === HTAB)) i++;
     const valueStart = i;
-    while (VALUE[buf[i]!] === 1) i++;
-    if (buf[i] !== CR || buf[i + 1] !== LF) return DEFER;
+    while (i < end && VALUE[buf[i]!] === 1) i++;
+    if (i >= end) return short;
+    if (buf[i] !== CR) return DEFER; // a bare LF or a control character: node:http decides (400)
+    if (i + 1 >= end) return short;
+    if (buf[i + 1] !== LF) return DEFER;
     let valueEnd = i;
     while (valueEnd > valueStart && (buf[valueEnd - 1] === SP || buf[valueEnd - 1] === HTAB)) valueEnd--;
     i += 2;
@@ -188,17 +213,17 @@ export function parseFastRequest(buf: Buffer, start: number, out: FastRequest): 
   out.ifNoneMatch = ifNoneMatch;
   out.token = token;
   out.close = close;
-  out.end = crlfcrlf + 4;
+  out.end = i;
   return PARSED;
 }
 
 // ---------------------------------------------------------------------------------------------------
 
 export interface FastContext {
-  /** The answer to one recognised request: bytes to write now, or later. */
+  /** The answer to one recognised request: bytes to write now, or later. May throw (see `failed`). */
   answer(req: FastRequest): Buffer | Promise<Buffer>;
-  /** Bytes to write when an asynchronous answer failed (already logged by the caller). */
-  failed(error: unknown): Buffer;
+  /** Bytes to write when an answer failed (thrown or rejected); `head`: the request was HEAD. */
+  failed(error: unknown, head: boolean): Buffer;
   /** Give the connection to node:http, with the bytes not yet consumed. */
   handOff(socket: Socket, pending: Buffer | undefined, ended: boolean): void;
   /** The connection is closed or handed off: stop tracking it. */
@@ -212,15 +237,25 @@ export interface FastContext {
 /**
  * One keep-alive connection on the fast path. Requests are answered strictly in order: a miss that
  * waits on the store holds back the requests behind it (pipelining stays correct), and a full socket
- * buffer (`write` returns false) stops reading requests until `drain`.
+ * buffer (`write` returns false) stops answering until `drain`.
+ *
+ * Memory stays bounded whatever the client does: while an answer is pending (busy) or the socket buffer
+ * is full (blocked) the socket is paused, so the kernel's receive window, not our heap, holds what the
+ * client keeps sending; chunks that arrive are kept as they are in a list and joined only when one
+ * request head spans two of them, and an incomplete head never grows past MAX_FAST_HEAD (the parser
+ * defers longer ones to node:http).
  */
 export class FastConnection {
   readonly socket: Socket;
   readonly #ctx: FastContext;
   readonly #req = newFastRequest();
+  /** Unconsumed bytes being parsed (the start of the next request). */
   #pending: Buffer | undefined;
+  /** Chunks received after `#pending`, not looked at yet (at most a chunk or two: we pause). */
+  #queue: Buffer[] = [];
   #busy = false;
   #blocked = false;
+  #paused = false;
   #ended = false;
   #closing = false;
   #done = false;
@@ -238,14 +273,19 @@ export class FastConnection {
     socket.on("close", this.#onClose);
   }
 
-  /** Server shutdown: close now if idle, else right after the answer in progress. */
+  /**
+   * Server shutdown: close once nothing is left to answer or to flush. An idle connection is ended
+   * (FIN after whatever is still in the socket's write buffer), not destroyed, so an answer that is
+   * still being written arrives whole; the server's grace timer destroys what never drains.
+   */
   shutdown(): void {
     this.#closing = true;
-    if (!this.#busy && this.#pending === undefined) this.socket.destroy();
+    if (this.#done) return;
+    if (!this.#busy && !this.#blocked && this.#pending === undefined && this.#queue.length === 0) this.#finish();
   }
 
   readonly #onData = (chunk: Buffer) => {
-    this.#pending = this.#pending === undefined ? chunk : Buffer.concat([this.#pending, chunk]);
+    this.#queue.push(chunk);
     this.#process();
   };
 
@@ -269,23 +309,35 @@ export class FastConnection {
 
   readonly #onClose = () => {
     this.#done = true;
+    this.#pending = undefined;
+    this.#queue = [];
     this.#clearHeadersTimer();
     this.#ctx.release(this);
   };
 
   #process(): void {
     while (!this.#busy && !this.#blocked && !this.#done) {
-      const buf = this.#pending;
+      let buf = this.#pending;
       if (buf === undefined) {
-        if (this.#ended || this.#closing) this.#finish();
-        return;
+        buf = this.#queue.shift();
+        if (buf === undefined) {
+          if (this.#ended || this.#closing) this.#finish();
+          break;
+        }
+        this.#pending = buf;
       }
       const result = parseFastRequest(buf, 0, this.#req);
       if (result === INCOMPLETE) {
+        const next = this.#queue.shift();
+        if (next !== undefined) {
+          // The head spans chunks: join just these two (the head part is under MAX_FAST_HEAD).
+          this.#pending = Buffer.concat([buf, next]);
+          continue;
+        }
         // A head cut short by the client's FIN: node:http answers that (400) as it would have anyway.
         if (this.#ended) this.#handOff();
         else this.#armHeadersTimer();
-        return;
+        break;
       }
       this.#clearHeadersTimer();
       if (result === DEFER) {
@@ -295,16 +347,34 @@ export class FastConnection {
       const req = this.#req;
       this.#pending = req.end === buf.length ? undefined : buf.subarray(req.end);
       const close = req.close;
-      const answer = this.#ctx.answer(req);
+      const head = req.head;
+      let answer: Buffer | Promise<Buffer>;
+      try {
+        answer = this.#ctx.answer(req);
+      } catch (error) {
+        answer = this.#ctx.failed(error, head);
+      }
       if (Buffer.isBuffer(answer)) {
         this.#write(answer, close);
       } else {
         this.#busy = true;
         answer.then(
           (bytes) => this.#afterAsync(bytes, close),
-          (error: unknown) => this.#afterAsync(this.#ctx.failed(error), close),
+          (error: unknown) => this.#afterAsync(this.#ctx.failed(error, head), close),
         );
       }
+    }
+    this.#flow();
+  }
+
+  /** Reads from the socket only while we can answer what arrives. */
+  #flow(): void {
+    if (this.#done) return;
+    const stop = this.#busy || this.#blocked;
+    if (stop !== this.#paused) {
+      this.#paused = stop;
+      if (stop) this.socket.pause();
+      else this.socket.resume();
     }
   }
 
@@ -319,6 +389,7 @@ export class FastConnection {
     const ok = this.socket.write(bytes);
     if (close) {
       this.#pending = undefined;
+      this.#queue = [];
       this.#finish();
     } else if (!ok) {
       this.#blocked = true;
@@ -363,8 +434,16 @@ export class FastConnection {
     socket.off("error", this.#onError);
     socket.off("close", this.#onClose);
     this.#ctx.release(this);
-    const pending = this.#pending;
+    let pending = this.#pending;
+    if (this.#queue.length > 0) pending = Buffer.concat(pending === undefined ? this.#queue : [pending, ...this.#queue]);
     this.#pending = undefined;
+    this.#queue = [];
+    // resume() takes effect on the next tick, after handOff re-emits the bytes read so far; node:http may
+    // pause the socket again for its own flow control.
+    if (this.#paused) {
+      this.#paused = false;
+      socket.resume();
+    }
     this.#ctx.handOff(socket, pending, this.#ended);
   }
 }

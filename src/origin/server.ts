@@ -344,6 +344,9 @@ async function listen(options: StartOptions, store: ItemStore, log: (line: strin
     | undefined;
   const fastPath = (options.fastPath ?? config.fastPath) && !config.sendDate && nodeListener !== undefined;
   const fastConnections = new Set<FastConnection>();
+  // Declared before any listener can use it: connections are accepted as soon as the item port listens,
+  // while the metrics port is still being set up below.
+  let closing: Promise<void> | undefined;
   if (fastPath) {
     const ctx: FastContext = {
       answer(req: FastRequest): Buffer | Promise<Buffer> {
@@ -363,9 +366,10 @@ async function listen(options: StartOptions, store: ItemStore, log: (line: strin
           },
         );
       },
-      failed(error: unknown): Buffer {
+      failed(error: unknown, head: boolean): Buffer {
         log(`origin: fast path failed: ${(error as Error)?.stack ?? String(error)}`);
-        return wire.fixed.internalError;
+        m.countRequest(ROUTE_ITEM, head ? "HEAD" : "GET", 500);
+        return head ? wire.fixed.internalErrorHead : wire.fixed.internalError;
       },
       handOff(socket: Socket, pending: Buffer | undefined, ended: boolean): void {
         handOffs++;
@@ -400,13 +404,16 @@ async function listen(options: StartOptions, store: ItemStore, log: (line: strin
     try {
       await listenOn(metricsServer, config.metricsPort, config.metricsHost);
     } catch (error) {
+      // Refuse new connections and drop the ones accepted meanwhile (fast path and node:http alike).
+      closing = Promise.resolve();
       server.close();
+      server.closeAllConnections();
+      for (const c of fastConnections) c.socket.destroy();
       throw error;
     }
     metricsUrl = `http://${hostForUrl(config.metricsHost)}:${(metricsServer.address() as AddressInfo).port}`;
   }
 
-  let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
       const stopped = Promise.all([closeServer(server), metricsServer ? closeServer(metricsServer) : undefined]);

@@ -1,0 +1,187 @@
+// Regression tests for review findings on the fast path (src/origin/fast-path.ts) and the origin's
+// start-up (src/origin/server.ts). No sleeps: every wait is on an event or a completed exchange.
+import { once as onceEvent } from "node:events";
+import { connect, Server as NetServer, type Socket } from "node:net";
+import { describe, expect, it, vi } from "vitest";
+import { DEFER, newFastRequest, parseFastRequest } from "../../src/origin/fast-path.ts";
+import { sampleItem } from "../../src/origin/seed.ts";
+import { startOrigin } from "../../src/origin/server.ts";
+import { get, once, RawConnection, registerCleanup, start, testConfig, withBody } from "./harness.ts";
+
+/** The server side of the next connection accepted by `origin.server`. */
+function nextServerSocket(server: NetServer): Promise<Socket> {
+  return new Promise((resolve) => server.once("connection", resolve));
+}
+
+/** The first response on a fresh connection that sends `bytes` and keeps its side open. */
+async function firstResponse(port: number, bytes: string): Promise<string> {
+  const c = await RawConnection.open(port);
+  const r = await c.send(bytes);
+  c.socket.destroy();
+  return r.text;
+}
+
+describe("fast path: bounded memory under a client that never reads", () => {
+  it("stops reading a pipelining client that never reads, and keeps serving others", async () => {
+    const origin = await start({ SEED_SAMPLE_ITEMS: "1" });
+    const accepted = nextServerSocket(origin.server);
+    const client = connect(origin.port, "127.0.0.1");
+    client.on("error", () => {});
+    client.pause(); // never reads an answer
+    const serverSocket = await accepted;
+    await onceEvent(client, "connect");
+    // 32 MiB of pipelined GETs, handed to the client socket at once (it buffers what the kernel refuses).
+    const requests = Buffer.from(get("/items/1").repeat(Math.ceil((32 * 2 ** 20) / get("/items/1").length)));
+    client.write(requests);
+    const LIMIT = 4 * 2 ** 20;
+    // Until the server has either read more than LIMIT (the bug) or stopped reading while the client
+    // still has bytes to send (the fix), keep a second client busy: it must be answered every time.
+    for (;;) {
+      const r = await once(origin.port, get("/items/1"));
+      expect(r.body.toString()).toBe(sampleItem(1));
+      if (serverSocket.bytesRead > LIMIT) break;
+      if (serverSocket.isPaused() && client.writableLength > 0) break;
+    }
+    expect(serverSocket.bytesRead).toBeLessThan(LIMIT);
+    const closed = new Promise((resolve) => serverSocket.once("close", resolve));
+    client.destroy();
+    await closed;
+  });
+});
+
+describe("fast path: shutdown", () => {
+  it("lets an answer that is still being written finish before closing the connection", async () => {
+    const origin = await start({ MAX_ITEM_BYTES: "16MiB" });
+    const body = `"${"x".repeat(16 * 2 ** 20 - 16)}"`;
+    const put = await once(origin.port, withBody("PUT", "/items/big", body));
+    expect(put.status).toBe(204);
+    await once(origin.port, get("/items/big", {}, "HEAD"), true); // cached: the GET below is answered synchronously
+    const accepted = nextServerSocket(origin.server);
+    const client = connect(origin.port, "127.0.0.1");
+    const chunks: Buffer[] = [];
+    client.on("data", (d: Buffer) => chunks.push(d));
+    client.on("error", () => {});
+    const clientClosed = new Promise((resolve) => client.once("close", resolve));
+    client.pause();
+    const serverSocket = await accepted;
+    await onceEvent(client, "connect");
+    const served = onceEvent(serverSocket, "data"); // after the fast path's own 'data' listener has answered
+    client.write(get("/items/big"));
+    await served;
+    expect(serverSocket.writableLength).toBeGreaterThan(0); // the kernel did not take 16 MiB at once
+    const closing = origin.close();
+    client.resume();
+    await clientClosed;
+    await closing;
+    const received = Buffer.concat(chunks).toString("latin1");
+    expect(received.startsWith("HTTP/1.1 200 OK\r\n")).toBe(true);
+    expect(received.endsWith(body)).toBe(true);
+  });
+});
+
+describe("fast path: malformed heads go to node:http at the first bad byte", () => {
+  it("defers an incomplete head at a bare LF or a control character", () => {
+    for (const text of [
+      "GET /items/1 HTTP/1.1\nHost: o\n",
+      "GET /items/1 HTTP/1.1\r\nHost: o\n",
+      "GET /items/1 HTTP/1.1\r\nHost: o\r\n\n",
+      "GET /items/1 HTTP/1.1\r\nX: a\u0001b",
+      "GXT /items/1",
+      "GET /itemz",
+    ]) {
+      expect(parseFastRequest(Buffer.from(text, "latin1"), 0, newFastRequest()), JSON.stringify(text)).toBe(DEFER);
+    }
+  });
+
+  it("answers a head with bare LFs at once, as node:http does, while the connection stays open", async () => {
+    // A headers timeout far beyond the test timeout: a 408 cannot stand in for the 400.
+    const fast = await start({ SEED_SAMPLE_ITEMS: "1" }, { headersTimeoutMs: 600_000 });
+    const slow = await start({ SEED_SAMPLE_ITEMS: "1", ORIGIN_FAST_PATH: "false" });
+    expect(fast.fastPath).toBe(true);
+    for (const head of ["GET /items/1 HTTP/1.1\nHost: o\n\n", "GET /items/1 HTTP/1.1\r\nHost: o\r\n\n"]) {
+      const [a, b] = await Promise.all([firstResponse(fast.port, head), firstResponse(slow.port, head)]);
+      expect(a).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+      expect(a).toBe(b);
+    }
+  });
+});
+
+describe("fast path: failures", () => {
+  it("answers a synchronous failure with a 500, without a body for HEAD, and keeps the connection", async () => {
+    const origin = await start({ SEED_SAMPLE_ITEMS: "1" });
+    const c = await RawConnection.open(origin.port);
+    const spy = vi.spyOn(origin.cache, "get").mockImplementation(() => {
+      throw new Error("boom");
+    });
+    const head = await c.send(get("/items/1", {}, "HEAD"), true);
+    expect(head.status).toBe(500);
+    const full = await c.send(get("/items/1"));
+    expect(full.status).toBe(500);
+    expect(JSON.parse(full.body.toString())).toEqual({ error: "internal error (logged at the origin)" });
+    // HEAD: the same head as the GET, no body bytes (RawConnection would have left them over).
+    expect(head.text).toBe(full.text.slice(0, full.text.length - full.body.length));
+    spy.mockRestore();
+    const ok = await c.send(get("/items/1"));
+    expect(ok.body.toString()).toBe(sampleItem(1));
+    expect(c.leftover.length).toBe(0);
+  });
+});
+
+describe("origin start-up", () => {
+  /**
+   * Runs `during` when the metrics server starts listening (the item port already accepts connections),
+   * then lets that listen proceed.
+   */
+  function interceptMetricsListen(during: (itemServer: NetServer) => Promise<void>): void {
+    const original = NetServer.prototype.listen;
+    let first: NetServer | undefined;
+    const patched = function (this: NetServer, ...args: unknown[]) {
+      if (first === undefined) {
+        first = this;
+        return (original as (...a: unknown[]) => NetServer).apply(this, args);
+      }
+      NetServer.prototype.listen = original;
+      void during(first).then(() => (original as (...a: unknown[]) => NetServer).apply(this, args));
+      return this;
+    };
+    NetServer.prototype.listen = patched as typeof original;
+    registerCleanup(() => {
+      if (NetServer.prototype.listen === (patched as typeof original)) NetServer.prototype.listen = original;
+    });
+  }
+
+  it("accepts item connections while the metrics port is still being set up", async () => {
+    let client: Socket | undefined;
+    interceptMetricsListen(async (itemServer) => {
+      const accepted = new Promise<void>((resolve) => itemServer.once("connection", () => resolve()));
+      client = connect((itemServer.address() as { port: number }).port, "127.0.0.1");
+      await accepted;
+    });
+    const origin = await startOrigin({ config: testConfig({ SEED_SAMPLE_ITEMS: "1" }), log: () => {} });
+    registerCleanup(() => origin.close());
+    const c = client!;
+    registerCleanup(() => void c.destroy());
+    const reply = new Promise<string>((resolve) => c.once("data", (d: Buffer) => resolve(d.toString("latin1"))));
+    c.write(get("/items/1"));
+    expect(await reply).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+  });
+
+  it("closes connections accepted before the metrics port failed to listen", async () => {
+    const blocker = new NetServer();
+    await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
+    registerCleanup(() => new Promise<void>((resolve) => blocker.close(() => resolve())));
+    const metricsPort = (blocker.address() as { port: number }).port;
+    let clientClosed: Promise<unknown> | undefined;
+    interceptMetricsListen(async (itemServer) => {
+      const accepted = new Promise<void>((resolve) => itemServer.once("connection", () => resolve()));
+      const client = connect((itemServer.address() as { port: number }).port, "127.0.0.1");
+      client.on("error", () => {});
+      clientClosed = new Promise((resolve) => client.once("close", resolve));
+      registerCleanup(() => void client.destroy());
+      await accepted;
+    });
+    const config = testConfig({ METRICS_PORT: String(metricsPort) });
+    await expect(startOrigin({ config, log: () => {} })).rejects.toThrow(/EADDRINUSE/);
+    await clientClosed; // before the fix: held open by the fast path until the test times out
+  });
+});

@@ -127,6 +127,9 @@ describe("fast path ≡ node:http path", () => {
         headers: fc.array(anyHeader, { maxLength: 6 }),
         token: fc.boolean(),
       })
+      // Writes go to ids no read asks for: a damaged write may or may not complete on each server
+      // (node waits for a body that never comes), and that must not change what later reads see.
+      .map((r) => (r.method === "PUT" || r.method === "DELETE" ? { ...r, id: `w${r.id.length % 3}` } : r))
       .map((r) => {
         const lines = [line(r)];
         if (r.token) lines.push(`x-origin-token: ${TOKEN}`);

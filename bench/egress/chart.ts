@@ -1,6 +1,6 @@
 // The SVG chart of an egress report, written by hand (no dependency): origin bytes per edge request,
 // before and after, overall and per request class, each bar split into status line, CORS headers, other
-// headers and body. Opens in any browser; the README embeds it as docs/egress.svg.
+// headers and body. Opens in any browser; the README embeds a copy of a default run, bench/egress/egress.svg.
 
 import type { EgressReport, PerRequestSplit } from "./report.ts";
 

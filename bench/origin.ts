@@ -155,6 +155,7 @@ interface Target {
   pid: number;
   mode: "200" | "304";
   token?: string;
+  ifNoneMatch: string;
 }
 
 async function main(): Promise<void> {
@@ -172,8 +173,11 @@ async function main(): Promise<void> {
     const [, port, metricsUrl] = await waitForLine(child, /origin listening on http:\/\/127\.0\.0\.1:(\d+) .*metrics (http:\S+\/metrics)/);
     const warm = await loadgen({ ...base, port: Number(port), mode: "warm", token: TOKEN, serverPid: child.pid! });
     if (warm.statuses["200"] !== items) throw new Error(`warm-up expected ${items} × 200, got ${JSON.stringify(warm.statuses)}`);
-    process.stderr.write(`bench:origin: ${name}: cache warmed with ${items} items\n`);
-    return { child, port: Number(port), metricsUrl: metricsUrl! };
+    // Every seeded item is version 1 of the seeding session: one ETag (epoch + "1") fits them all.
+    const etag = /\r\nETag: ("[^"\r]+")\r\n/.exec(warm.sampleResponse)?.[1];
+    if (etag === undefined) throw new Error(`warm-up response without an ETag: ${JSON.stringify(warm.sampleResponse)}`);
+    process.stderr.write(`bench:origin: ${name}: cache warmed with ${items} items (ETag ${etag})\n`);
+    return { child, port: Number(port), metricsUrl: metricsUrl!, etag };
   };
   const base = { connections, items, zipfS, seed: 42, warmupMs, durationMs, maxRequests, clkTck };
   const origin = await startOrigin("origin", {});
@@ -182,15 +186,17 @@ async function main(): Promise<void> {
   const [, barePort] = await waitForLine(bare, /listening (\d+)/);
 
   const targets: Target[] = [
-    { name: "bare node:http, constant 304", port: Number(barePort), pid: bare.pid!, mode: "304", token: TOKEN },
-    { name: "origin 304 (If-None-Match, Zipf ids)", port: origin.port, pid: origin.child.pid!, mode: "304", token: TOKEN },
-    { name: "origin 200 (Zipf ids)", port: origin.port, pid: origin.child.pid!, mode: "200", token: TOKEN },
+    // The bare server ignores If-None-Match; it gets the same request bytes as the origin.
+    { name: "bare node:http, constant 304", port: Number(barePort), pid: bare.pid!, mode: "304", token: TOKEN, ifNoneMatch: origin.etag },
+    { name: "origin 304 (If-None-Match, Zipf ids)", port: origin.port, pid: origin.child.pid!, mode: "304", token: TOKEN, ifNoneMatch: origin.etag },
+    { name: "origin 200 (Zipf ids)", port: origin.port, pid: origin.child.pid!, mode: "200", token: TOKEN, ifNoneMatch: origin.etag },
     {
       name: "origin 304, ORIGIN_FAST_PATH=false",
       port: nodeOnly.port,
       pid: nodeOnly.child.pid!,
       mode: "304",
       token: TOKEN,
+      ifNoneMatch: nodeOnly.etag,
     },
   ];
   const metricsUrl = origin.metricsUrl;
@@ -200,8 +206,17 @@ async function main(): Promise<void> {
     // Rotate the order each round so drift (thermal, noisy neighbours) does not favour one target.
     for (let i = 0; i < targets.length; i++) {
       const t = targets[(i + round) % targets.length]!;
-      const r = await loadgen({ ...base, port: t.port, mode: t.mode, ...(t.token ? { token: t.token } : {}), serverPid: t.pid });
+      const r = await loadgen({
+        ...base,
+        port: t.port,
+        mode: t.mode,
+        ifNoneMatch: t.ifNoneMatch,
+        ...(t.token ? { token: t.token } : {}),
+        serverPid: t.pid,
+      });
       if (r.errors > 0) throw new Error(`${t.name}: ${r.errors} errors`);
+      const unexpected = Object.keys(r.statuses).filter((s) => s !== t.mode);
+      if (unexpected.length > 0) throw new Error(`${t.name}: expected only ${t.mode}s, got ${JSON.stringify(r.statuses)}`);
       results.get(t.name)!.push(r);
       process.stderr.write(
         `  round ${round + 1} ${t.name}: ${r.rps.toFixed(0)} req/s, p50 ${r.p50us.toFixed(0)} µs, p99 ${r.p99us.toFixed(0)} µs, server CPU ${((r.serverCpu ?? 0) * 100).toFixed(0)}%, generator CPU ${(r.loadgenCpu * 100).toFixed(0)}%\n`,

@@ -12,8 +12,10 @@ import { zipfSequence } from "./zipf.ts";
 export interface LoadSpec {
   port: number;
   connections: number;
-  /** "warm": every id once, in order; "200": plain GETs; "304": GETs with If-None-Match: "1". */
+  /** "warm": every id once, in order; "200": plain GETs; "304": GETs with If-None-Match: `ifNoneMatch`. */
   mode: "warm" | "200" | "304";
+  /** The seeded items' ETag (all version 1 of one store session: the same for every id). */
+  ifNoneMatch?: string;
   items: number;
   zipfS: number;
   seed: number;
@@ -45,7 +47,8 @@ const spec = JSON.parse(process.argv[2] ?? "{}") as LoadSpec;
 
 function buildRequests(): Buffer[] {
   const token = spec.token ? `x-origin-token: ${spec.token}\r\n` : "";
-  const inm = spec.mode === "304" ? 'If-None-Match: "1"\r\n' : "";
+  if (spec.mode === "304" && spec.ifNoneMatch === undefined) throw new Error("mode 304 needs ifNoneMatch");
+  const inm = spec.mode === "304" ? `If-None-Match: ${spec.ifNoneMatch}\r\n` : "";
   const out: Buffer[] = [Buffer.alloc(0)];
   for (let id = 1; id <= spec.items; id++) {
     out.push(Buffer.from(`GET /items/${id} HTTP/1.1\r\nHost: origin\r\n${token}${inm}\r\n`, "latin1"));

@@ -1,5 +1,6 @@
 import { isAbsolute, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { ENTRY_OVERHEAD_BYTES } from "./wire.ts";
 
 /**
  * Origin configuration, read once from the environment (and `--seed` on the command line). Every var is
@@ -60,7 +61,7 @@ export const ORIGIN_VARS: readonly VarDoc[] = [
   {
     name: "CACHE_MAX_BYTES",
     default: "67108864 (64 MiB)",
-    meaning: "byte bound of the in-process cache: each entry counts its pre-encoded 200 response (head + body), its id and 96 bytes of overhead (`KiB`/`MiB`/`GiB` ok)",
+    meaning: `byte bound of the in-process cache: each entry counts its pre-encoded 200 response (head + body), its id and ${ENTRY_OVERHEAD_BYTES} bytes of measured per-entry overhead (\`KiB\`/\`MiB\`/\`GiB\` ok)`,
   },
   {
     name: "CACHE_TTL_SECONDS",

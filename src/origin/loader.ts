@@ -1,5 +1,5 @@
 import type { ReadyCache } from "./cache/ready-cache.ts";
-import type { ItemStore } from "./store.ts";
+import type { ItemStore, StoredItem } from "./store.ts";
 import { entryBytes, MISSING, type ItemEntry, type ReadyEntry } from "./wire.ts";
 
 export interface LoaderHooks {
@@ -15,7 +15,7 @@ interface Flight {
 
 /**
  * Fills the cache from the store. Concurrent misses for one id share one store read (the in-flight
- * map), and the ready-to-send entry (ETag, head arrays, body view) is built once per read.
+ * map), and the ready-to-send entry (ETag, 200 and 304 bytes) is built once per read.
  *
  * Read-your-writes: a write calls `invalidate(id)` after the store commit and before it answers; that
  * drops the cached entry and forgets any read in flight, and a read that was already running will not
@@ -26,7 +26,7 @@ export class ItemLoader {
   readonly #cache: ReadyCache<ReadyEntry>;
   readonly #store: ItemStore;
   readonly #hooks: LoaderHooks;
-  readonly #entryOf: (version: number, body: Uint8Array) => ItemEntry;
+  readonly #entryOf: (item: StoredItem) => ItemEntry;
   readonly #inflight = new Map<string, Flight>();
   storeReads = 0;
   coalesced = 0;
@@ -34,7 +34,7 @@ export class ItemLoader {
   constructor(
     cache: ReadyCache<ReadyEntry>,
     store: ItemStore,
-    entryOf: (version: number, body: Uint8Array) => ItemEntry,
+    entryOf: (item: StoredItem) => ItemEntry,
     hooks: LoaderHooks = {},
   ) {
     this.#cache = cache;
@@ -65,7 +65,7 @@ export class ItemLoader {
     try {
       const row = await this.#store.get(id);
       this.#hooks.onStoreRead?.((performance.now() - started) / 1000, true);
-      entry = row === undefined ? MISSING : this.#entryOf(row.version, row.body);
+      entry = row === undefined ? MISSING : this.#entryOf(row);
     } catch (error) {
       this.#hooks.onStoreRead?.((performance.now() - started) / 1000, false);
       if (this.#inflight.get(id) === mine) this.#inflight.delete(id);

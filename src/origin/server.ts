@@ -29,7 +29,20 @@ import { pickHeaders, type RequestHeaderPick } from "./request-headers.ts";
 import { sampleItems } from "./seed.ts";
 import { SqliteItemStore, type ItemStore } from "./store.ts";
 import { TokenCheck } from "./token.ts";
-import { etagFor, ifNoneMatchMatches, INTERNAL_ERROR, MISSING, TOKEN_ERROR, Wire, type ReadyEntry } from "./wire.ts";
+import {
+  etagFor,
+  ifNoneMatchMatches,
+  INTERNAL_ERROR,
+  item200Head,
+  item304Head,
+  itemBody,
+  itemHead,
+  MISSING,
+  TOKEN_ERROR,
+  Wire,
+  type ReadyEntry,
+  type WireBytes,
+} from "./wire.ts";
 
 export const ITEM_ID = /^[A-Za-z0-9_-]{1,128}$/;
 const ITEMS_PREFIX = "/items/";
@@ -96,7 +109,7 @@ async function listen(options: StartOptions, store: ItemStore, log: (line: strin
   let handOffs = 0;
   const hooks = options.loaderHooks ?? {};
   const wire = new Wire({ sendDate: config.sendDate, reasonPhrase: config.reasonPhrase });
-  const loader = new ItemLoader(cache, store, (version, body) => wire.entry(version, body), {
+  const loader = new ItemLoader(cache, store, (item) => wire.entry(item), {
     ...(hooks.onJoin ? { onJoin: hooks.onJoin } : {}),
     onStoreRead(seconds, ok) {
       metrics?.observeStore("get", seconds, ok);
@@ -147,11 +160,11 @@ async function listen(options: StartOptions, store: ItemStore, log: (line: strin
       return 404;
     }
     if (ifNoneMatch !== undefined && ifNoneMatchMatches(ifNoneMatch, entry.etag)) {
-      wire.head(res, 304, entry.head304);
+      wire.head(res, 304, item304Head(entry));
       return 304;
     }
-    if (head) wire.head(res, 200, entry.head200);
-    else wire.full(res, 200, entry.head200, entry.body);
+    if (head) wire.head(res, 200, item200Head(entry));
+    else wire.full(res, 200, item200Head(entry), itemBody(entry));
     return 200;
   };
 
@@ -196,9 +209,9 @@ async function listen(options: StartOptions, store: ItemStore, log: (line: strin
       reply(400, json.reason);
       return;
     }
-    const version = await timed("put", () => store.put(id, json.minified));
-    loader.replace(id, wire.entry(version, json.minified));
-    wire.head(res, 204, ["ETag", etagFor(version)]);
+    const { epoch, version } = await timed("put", () => store.put(id, json.minified));
+    loader.replace(id, wire.entry({ epoch, version, body: json.minified }));
+    wire.head(res, 204, ["ETag", etagFor(epoch, version)]);
     m.countRequest(ROUTE_ITEM, "PUT", 204);
   };
 
@@ -314,9 +327,9 @@ async function listen(options: StartOptions, store: ItemStore, log: (line: strin
     wire.empty(res, 404);
   };
 
-  // ---- fast path: GET/HEAD /items/:id straight from pre-encoded buffers ----------------------------
+  // ---- fast path: GET/HEAD /items/:id straight from pre-encoded answers ----------------------------
 
-  const fastBytes = (entry: ReadyEntry, ifNoneMatch: string | undefined, head: boolean): Buffer => {
+  const fastBytes = (entry: ReadyEntry, ifNoneMatch: string | undefined, head: boolean): WireBytes => {
     const method = head ? "HEAD" : "GET";
     if (!entry.found) {
       m.countRequest(ROUTE_ITEM, method, 404);
@@ -327,7 +340,7 @@ async function listen(options: StartOptions, store: ItemStore, log: (line: strin
       return entry.r304;
     }
     m.countRequest(ROUTE_ITEM, method, 200);
-    return head ? entry.h200 : entry.r200;
+    return head ? itemHead(entry) : entry.r200;
   };
 
   // ---- listeners --------------------------------------------------------------------------------
@@ -349,7 +362,7 @@ async function listen(options: StartOptions, store: ItemStore, log: (line: strin
   let closing: Promise<void> | undefined;
   if (fastPath) {
     const ctx: FastContext = {
-      answer(req: FastRequest): Buffer | Promise<Buffer> {
+      answer(req: FastRequest): WireBytes | Promise<WireBytes> {
         if (token !== undefined && (req.token == null || !token.accepts(req.token))) {
           m.countRequest(ROUTE_ITEM, req.head ? "HEAD" : "GET", 401);
           return req.head ? wire.fixed.unauthorizedHead : wire.fixed.unauthorized;
@@ -366,7 +379,7 @@ async function listen(options: StartOptions, store: ItemStore, log: (line: strin
           },
         );
       },
-      failed(error: unknown, head: boolean): Buffer {
+      failed(error: unknown, head: boolean): WireBytes {
         log(`origin: fast path failed: ${(error as Error)?.stack ?? String(error)}`);
         m.countRequest(ROUTE_ITEM, head ? "HEAD" : "GET", 500);
         return head ? wire.fixed.internalErrorHead : wire.fixed.internalError;

@@ -17,20 +17,22 @@ if (parentPort !== null) {
   const port = parentPort;
   quietSqliteWarning();
   const { DatabaseSync } = await import("node:sqlite");
-  const db = new DatabaseSync((workerData as { path: string }).path);
+  const { path, epoch } = workerData as { path: string; epoch: string };
+  const db = new DatabaseSync(path);
   db.exec("PRAGMA journal_mode = WAL");
   db.exec("PRAGMA synchronous = FULL");
   db.exec("PRAGMA busy_timeout = 5000");
   const put = db.prepare(
-    "INSERT INTO items (id, version, body) VALUES (?, 1, ?)" +
-      " ON CONFLICT (id) DO UPDATE SET version = version + 1, body = excluded.body RETURNING version",
+    "INSERT INTO items (id, version, epoch, body) VALUES (?, 1, ?, ?)" +
+      " ON CONFLICT (id) DO UPDATE SET version = version + 1, epoch = excluded.epoch, body = excluded.body" +
+      " RETURNING version",
   );
   const del = db.prepare(
     "UPDATE items SET version = version + 1, body = NULL WHERE id = ? AND body IS NOT NULL RETURNING version",
   );
 
   const apply = (m: Exclude<WriteRequest, { op: "close" }>): number | boolean =>
-    m.op === "put" ? (put.get(m.id, m.body) as { version: number }).version : del.get(m.id) !== undefined;
+    m.op === "put" ? (put.get(m.id, epoch, m.body) as { version: number }).version : del.get(m.id) !== undefined;
 
   const commit = (batch: Exclude<WriteRequest, { op: "close" }>[]): WriteReply[] => {
     db.exec("BEGIN IMMEDIATE");

@@ -3,10 +3,18 @@ import { dirname } from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { Worker } from "node:worker_threads";
 import type { WriteReply, WriteRequest } from "./store-writer.ts";
+import { EPOCH, randomEpoch } from "./wire.ts";
 
-/** One live item as stored: its minified JSON bytes and its version (the ETag source). */
-export interface StoredItem {
+/** Which write produced an item's current content: the ETag source (see `etagFor` in wire.ts). */
+export interface ItemVersion {
+  /** The write epoch of the store session that wrote it: 2 random characters (see SqliteItemStore). */
+  epoch: string;
+  /** Per-item counter, never reused for an id within one database history (deletes included). */
   version: number;
+}
+
+/** One live item as stored: its minified JSON bytes and what the ETag is made of. */
+export interface StoredItem extends ItemVersion {
   body: Uint8Array;
 }
 
@@ -19,8 +27,8 @@ export interface StoredItem {
  */
 export interface ItemStore {
   get(id: string): Promise<StoredItem | undefined>;
-  /** Durable (committed and synced) when the promise resolves; returns the new version. */
-  put(id: string, body: Uint8Array): Promise<number>;
+  /** Durable (committed and synced) when the promise resolves; returns the new epoch and version. */
+  put(id: string, body: Uint8Array): Promise<ItemVersion>;
   /** Durable when the promise resolves; true if a live item was deleted. */
   delete(id: string): Promise<boolean>;
   count(): number;
@@ -32,11 +40,22 @@ export interface ItemStore {
   close(): Promise<void>;
 }
 
-const SCHEMA_VERSION = 1;
+/** 1: items (id, version, body). 2: + epoch (a version 1 file is upgraded in place when opened). */
+const SCHEMA_VERSION = 2;
 
 /**
  * Embedded SQLite (node:sqlite), WAL journal with `synchronous = FULL`: every commit is fsynced before
  * `put`/`delete` resolve, so the 204 that follows is a durable promise.
+ *
+ * Epochs (why an ETag survives a lost, recreated or restored database): versions count per item and start
+ * at 1 in a new database, and a database restored from a backup counts again from the backup's versions,
+ * so a version alone can be issued twice for different content. Every store session (each time the file
+ * is opened) draws a random write epoch and stamps it on every row it writes; the ETag is epoch + version.
+ * Rows nobody rewrites keep their epoch and ETag across restarts (the edge keeps getting 304s for them),
+ * while content written after a reset or restore carries a fresh epoch that an older copy of the database
+ * never used (equal by chance with p = 1/4096 per id). An epoch per database, stored once at creation,
+ * would not cover a restore: the backup carries it back. Rows of a version 1 file read a random epoch
+ * drawn when it is upgraded (the column default), as do rows inserted by other tools.
  *
  * Reads are primary-key lookups on a WITHOUT ROWID table (a few microseconds) on the calling thread.
  * Writes go to a worker thread with its own connection (store-writer.ts), so an fsync never blocks the
@@ -49,6 +68,7 @@ export class SqliteItemStore implements ItemStore {
   readonly #ping: StatementSync;
   readonly #insertSeed: StatementSync;
   readonly #writer: Worker;
+  readonly #epoch: string;
   readonly #waiting = new Map<number, { resolve: (v: number | boolean) => void; reject: (e: Error) => void }>();
   #seq = 0;
   #open = true;
@@ -56,7 +76,10 @@ export class SqliteItemStore implements ItemStore {
   #closed: Promise<void> | undefined;
   #writerError: Error | undefined;
 
-  constructor(path: string) {
+  /** `writeEpoch`: instead of a random one (tests run two instances that must answer byte for byte alike). */
+  constructor(path: string, options: { writeEpoch?: string } = {}) {
+    this.#epoch = options.writeEpoch ?? randomEpoch();
+    if (!EPOCH.test(this.#epoch)) throw new RangeError(`bad write epoch ${JSON.stringify(this.#epoch)}`);
     mkdirSync(dirname(path), { recursive: true });
     this.#db = new DatabaseSync(path);
     try {
@@ -69,24 +92,38 @@ export class SqliteItemStore implements ItemStore {
           `${path} has schema version ${found}, newer than this origin understands (${SCHEMA_VERSION}): upgrade the origin or point DATABASE_URL elsewhere`,
         );
       }
-      this.#db.exec(
-        "CREATE TABLE IF NOT EXISTS items (" +
-          " id TEXT PRIMARY KEY NOT NULL," +
-          " version INTEGER NOT NULL," +
-          " body BLOB" + // NULL = deleted (tombstone keeps the version)
-          ") WITHOUT ROWID",
-      );
-      this.#db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
+      // One transaction, so two processes opening a version 1 file at once do not both add the column.
+      this.#db.exec("BEGIN IMMEDIATE");
+      try {
+        // Rows written without an epoch (before version 2, or by other tools) read this default: a constant
+        // drawn once, when the table or the column is created.
+        const epochColumn = `epoch TEXT NOT NULL DEFAULT '${randomEpoch()}'`;
+        this.#db.exec(
+          "CREATE TABLE IF NOT EXISTS items (" +
+            " id TEXT PRIMARY KEY NOT NULL," +
+            " version INTEGER NOT NULL," +
+            ` ${epochColumn},` +
+            " body BLOB" + // NULL = deleted (tombstone keeps the version)
+            ") WITHOUT ROWID",
+        );
+        const columns = this.#db.prepare("PRAGMA table_info(items)").all() as { name: string }[];
+        if (!columns.some((c) => c.name === "epoch")) this.#db.exec(`ALTER TABLE items ADD COLUMN ${epochColumn}`);
+        this.#db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
+        this.#db.exec("COMMIT");
+      } catch (error) {
+        this.#db.exec("ROLLBACK");
+        throw error;
+      }
     } catch (error) {
       this.#db.close();
       throw error;
     }
-    this.#get = this.#db.prepare("SELECT version, body FROM items WHERE id = ? AND body IS NOT NULL");
+    this.#get = this.#db.prepare("SELECT version, epoch, body FROM items WHERE id = ? AND body IS NOT NULL");
     this.#count = this.#db.prepare("SELECT count(*) AS n FROM items WHERE body IS NOT NULL");
     this.#ping = this.#db.prepare("SELECT 1 AS ok");
-    this.#insertSeed = this.#db.prepare("INSERT OR IGNORE INTO items (id, version, body) VALUES (?, 1, ?)");
+    this.#insertSeed = this.#db.prepare("INSERT OR IGNORE INTO items (id, version, epoch, body) VALUES (?, 1, ?, ?)");
 
-    this.#writer = new Worker(new URL("./store-writer.ts", import.meta.url), { workerData: { path } });
+    this.#writer = new Worker(new URL("./store-writer.ts", import.meta.url), { workerData: { path, epoch: this.#epoch } });
     this.#writer.on("message", (reply: WriteReply) => {
       const waiter = this.#waiting.get(reply.seq);
       if (waiter === undefined) return;
@@ -105,13 +142,19 @@ export class SqliteItemStore implements ItemStore {
     });
   }
 
+  /** The epoch this session stamps on what it writes. */
+  get writeEpoch(): string {
+    return this.#epoch;
+  }
+
   get(id: string): Promise<StoredItem | undefined> {
-    const row = this.#get.get(id) as { version: number; body: Uint8Array } | undefined;
+    const row = this.#get.get(id) as StoredItem | undefined;
     return Promise.resolve(row);
   }
 
-  put(id: string, body: Uint8Array): Promise<number> {
-    return this.#send({ seq: ++this.#seq, op: "put", id, body }) as Promise<number>;
+  async put(id: string, body: Uint8Array): Promise<ItemVersion> {
+    const version = (await this.#send({ seq: ++this.#seq, op: "put", id, body })) as number;
+    return { epoch: this.#epoch, version };
   }
 
   delete(id: string): Promise<boolean> {
@@ -137,7 +180,7 @@ export class SqliteItemStore implements ItemStore {
       const any = this.#db.prepare("SELECT 1 FROM items LIMIT 1").get();
       let inserted = 0;
       if (any === undefined) {
-        for (const [id, body] of items) inserted += Number(this.#insertSeed.run(id, body).changes);
+        for (const [id, body] of items) inserted += Number(this.#insertSeed.run(id, this.#epoch, body).changes);
       }
       this.#db.exec("COMMIT");
       return inserted;

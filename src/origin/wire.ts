@@ -1,11 +1,12 @@
+import { randomInt } from "node:crypto";
 import { STATUS_CODES, type ServerResponse } from "node:http";
 
 /**
  * Everything the origin puts on the wire. The bytes are the product, so every response is spelled out
  * here and nowhere else:
  *
- *   200  HTTP/1.1 200 OK\r\nETag: "1"\r\nContent-Length: 57\r\n\r\n{…}
- *   304  HTTP/1.1 304 Not Modified\r\nETag: "1"\r\n\r\n              (40 bytes; 28 without reason phrase)
+ *   200  HTTP/1.1 200 OK\r\nETag: "Xa1"\r\nContent-Length: 57\r\n\r\n{…}
+ *   304  HTTP/1.1 304 Not Modified\r\nETag: "Xa1"\r\n\r\n            (42 bytes; 30 without reason phrase)
  *   204  HTTP/1.1 204 No Content\r\n\r\n                               (DELETE, 27 bytes)
  *   404  HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n
  *
@@ -17,58 +18,106 @@ import { STATUS_CODES, type ServerResponse } from "node:http";
  *  - `Wire.head/full/error` on node:http: `sendDate = false`, `removeHeader("connection")` (node then sends
  *    neither `Connection` nor `Keep-Alive` yet keeps the connection open, see node's
  *    test-http-remove-connection-header-persists-connection.js) and flat header arrays;
- *  - the pre-encoded buffers (`encode`, `ItemEntry.r200/h200/r304`, `fixed`) the fast path writes to the
- *    socket as they are.
+ *  - the pre-encoded latin1 strings (`ItemEntry.r200/r304`, `itemHead`, `fixed`) the fast path writes to
+ *    the socket as they are (`socket.write(bytes, "latin1")`).
  */
 
 /** A cached answer for one id, built once when the entry is filled and never per request. */
 export type ReadyEntry = ItemEntry | MissingEntry;
 
+/**
+ * Response bytes as a latin1 string, one character per byte (`socket.write(s, "latin1")` writes them
+ * back exactly). A small string is one V8 heap object (16 B + its bytes); a Buffer of its own costs
+ * ~180 B of heap for the Uint8Array and ArrayBuffer objects plus ~350 B outside the heap (backing store
+ * record, malloc), more than the bytes themselves for a small item. Built flat, never by `+`, so writing
+ * one never has to flatten a cons string.
+ */
+export type WireBytes = string;
+
+/**
+ * Kept small: the cache holds one per id (millions of them), so it holds only what the fast path writes
+ * (`r200`, `r304`) and compares (`etag`). The node:http path and HEAD build what else they need on
+ * demand from these (`itemHead`, `itemBody`, `item200Head`, `item304Head`).
+ */
 export interface ItemEntry {
   readonly found: true;
-  readonly version: number;
-  /** Strong ETag including quotes, e.g. `"1"`. */
+  /** Strong ETag including quotes, e.g. `"Xa1"` (epoch + version, see `etagFor`). */
   readonly etag: string;
-  /** The whole 200 response, head and body, in one buffer (the fast path writes it as is). */
-  readonly r200: Buffer;
-  /** Views into `r200`: the head alone (HEAD requests) and the body alone (node:http path). */
-  readonly h200: Buffer;
-  readonly body: Buffer;
+  /** The whole 200 response, head and body (the fast path writes it as is). */
+  readonly r200: WireBytes;
+  /** Where the body starts in `r200`. */
+  readonly headLength: number;
   /** The whole 304 response (shared between entries with the same ETag). */
-  readonly r304: Buffer;
-  /** Flat header lists for node:http `writeHead`. */
-  readonly head200: string[];
-  readonly head304: string[];
+  readonly r304: WireBytes;
 }
 
 export interface MissingEntry {
   readonly found: false;
 }
 
-/** Fixed per-entry cost counted against CACHE_MAX_BYTES on top of key and response bytes. */
-export const ENTRY_OVERHEAD_BYTES = 96;
+/** The 200 head alone (HEAD answers). */
+export function itemHead(entry: ItemEntry): WireBytes {
+  return entry.r200.slice(0, entry.headLength);
+}
+/** The body alone (node:http path). */
+export function itemBody(entry: ItemEntry): WireBytes {
+  return entry.r200.slice(entry.headLength);
+}
+/** Flat header list for node:http `writeHead(200, …)`: the same bytes as the head in `r200`. */
+export function item200Head(entry: ItemEntry): string[] {
+  return ["ETag", entry.etag, "Content-Length", String(entry.r200.length - entry.headLength)];
+}
+/** Flat header list for node:http `writeHead(304, …)`. */
+export function item304Head(entry: ItemEntry): string[] {
+  return ["ETag", entry.etag];
+}
+
+/**
+ * Fixed per-entry cost counted against CACHE_MAX_BYTES on top of the key's length and the 200 response's
+ * bytes: what an entry really costs beyond those, measured rather than estimated. Measured with
+ * `node --expose-gc bench/origin/entry-memory.ts [--body-bytes N]` (Node 22): it fills a ReadyCache with
+ * 200,000 entries `item-<i>` → `wire.entry(…)`, each with its own version (so its own 304 string: the
+ * worst case), and divides the growth of `heapUsed + arrayBuffers` between forced GCs by the count:
+ * 444 B/entry for a 61-byte body against 125 counted for key and 200 response, i.e. 319 B beyond them
+ * (314 B and 327 B for 1 KB and 5 KB bodies).
+ * That is the entry object, its ETag and 304 strings, the key string and the cache's own slots and index.
+ * RSS grows by about 200 B/entry more (V8 heap headroom). Remeasure when ItemEntry or the cache changes.
+ */
+export const ENTRY_OVERHEAD_BYTES = 320;
 
 export const MISSING: MissingEntry = Object.freeze({ found: false });
 
 export function entryBytes(key: string, entry: ReadyEntry): number {
-  return ENTRY_OVERHEAD_BYTES + key.length + (entry.found ? entry.r200.byteLength : 0);
+  return ENTRY_OVERHEAD_BYTES + key.length + (entry.found ? entry.r200.length : 0);
 }
 
 // ---------------------------------------------------------------------------------------------------
-// ETags: a per-item version counter kept by the store (never reused for an id, deletes included),
-// written in base 64 with digits first so small versions read naturally: 1 → "1", 64 → "10".
-// Versions 1-63 give a 3-character ETag (304 = 40 bytes), up to 4095 a 4-character one (41 bytes).
+// ETags: the write epoch of the store session that wrote the item (2 random characters, see store.ts),
+// then its per-item version in base 64, digits first: epoch "Xa", version 1 → "Xa1", 64 → "Xa10".
+// The epoch tells content written after a lost, recreated or restored database from what an older copy
+// served under the same version (equal by chance with p = 1/4096). Versions 1-63 give a 5-character ETag
+// (304 = 42 bytes), up to 4095 a 6-character one (43 bytes).
 
 const DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_";
 
-export function etagFor(version: number): string {
+export const EPOCH = /^[0-9A-Za-z_-]{2}$/;
+
+/** 2 random base64url characters: 12 bits, so two independent epochs are equal with p = 1/4096. */
+export function randomEpoch(): string {
+  const n = randomInt(4096);
+  return DIGITS[n >> 6]! + DIGITS[n & 63]!;
+}
+
+export function etagFor(epoch: string, version: number): string {
   if (!Number.isSafeInteger(version) || version < 0) throw new RangeError(`bad version ${version}`);
+  // Fixed length, so epoch + version reads back one way only; the alphabet keeps the tag a valid etagc run.
+  if (!EPOCH.test(epoch)) throw new RangeError(`bad epoch ${JSON.stringify(epoch)}`);
   let digits = "";
   do {
     digits = DIGITS[version % 64]! + digits;
     version = Math.floor(version / 64);
   } while (version > 0);
-  return `"${digits}"`;
+  return `"${epoch}${digits}"`;
 }
 
 /**
@@ -133,30 +182,32 @@ const JSON_TYPE = "application/json";
 export const TOKEN_ERROR = "missing or wrong x-origin-token";
 export const INTERNAL_ERROR = "internal error (logged at the origin)";
 
-/** A buffer of its own (never a slice of node's shared 8 KiB pool, which a cache entry would pin). */
-function ownBuffer(text: string, extra?: Uint8Array): Buffer {
-  const headLength = Buffer.byteLength(text, "latin1");
-  const buf = Buffer.allocUnsafeSlow(headLength + (extra?.byteLength ?? 0));
-  buf.write(text, 0, "latin1");
-  if (extra) buf.set(extra, headLength);
-  return buf;
+/**
+ * `head` (latin1 text) then `body`'s bytes, as one flat latin1 string: decoded from a scratch buffer, so
+ * it is a sequential string even when `head` was built with `+` (a cons string).
+ */
+function wireBytes(head: string, body?: Uint8Array): WireBytes {
+  const buf = Buffer.allocUnsafe(head.length + (body?.byteLength ?? 0)); // scratch: the string is a copy
+  buf.write(head, 0, "latin1");
+  if (body !== undefined) buf.set(body, head.length);
+  return buf.toString("latin1");
 }
 
 /** Pre-encoded answers the fast path writes without building anything. */
 export interface FixedResponses {
-  notFound: Buffer;
-  unauthorized: Buffer;
-  unauthorizedHead: Buffer;
-  internalError: Buffer;
-  internalErrorHead: Buffer;
-  requestTimeout: Buffer;
+  notFound: WireBytes;
+  unauthorized: WireBytes;
+  unauthorizedHead: WireBytes;
+  internalError: WireBytes;
+  internalErrorHead: WireBytes;
+  requestTimeout: WireBytes;
 }
 
 export class Wire {
   readonly #sendDate: boolean;
   readonly #reasonPhrase: boolean;
   readonly #reasons = new Map<number, string>();
-  readonly #r304 = new Map<string, Buffer>();
+  readonly #r304 = new Map<string, WireBytes>();
   readonly fixed: FixedResponses;
 
   constructor(options: WireOptions) {
@@ -165,12 +216,12 @@ export class Wire {
     const unauthorized = errorParts(TOKEN_ERROR);
     const internal = errorParts(INTERNAL_ERROR);
     this.fixed = {
-      notFound: ownBuffer(this.encodeHead(404, ZERO_LENGTH)),
-      unauthorized: ownBuffer(this.encodeHead(401, unauthorized.headers), unauthorized.body),
-      unauthorizedHead: ownBuffer(this.encodeHead(401, unauthorized.headers)),
-      internalError: ownBuffer(this.encodeHead(500, internal.headers), internal.body),
-      internalErrorHead: ownBuffer(this.encodeHead(500, internal.headers)),
-      requestTimeout: ownBuffer(this.encodeHead(408, [...ZERO_LENGTH, "Connection", "close"])),
+      notFound: wireBytes(this.encodeHead(404, ZERO_LENGTH)),
+      unauthorized: wireBytes(this.encodeHead(401, unauthorized.headers), unauthorized.body),
+      unauthorizedHead: wireBytes(this.encodeHead(401, unauthorized.headers)),
+      internalError: wireBytes(this.encodeHead(500, internal.headers), internal.body),
+      internalErrorHead: wireBytes(this.encodeHead(500, internal.headers)),
+      requestTimeout: wireBytes(this.encodeHead(408, [...ZERO_LENGTH, "Connection", "close"])),
     };
   }
 
@@ -196,28 +247,17 @@ export class Wire {
   }
 
   /** The ready-to-send entry for one stored item: every byte of its 200, HEAD and 304 answers. */
-  entry(version: number, body: Uint8Array): ItemEntry {
-    const etag = etagFor(version);
-    const head200 = ["ETag", etag, "Content-Length", String(body.byteLength)];
-    const head = this.encodeHead(200, head200);
-    const r200 = ownBuffer(head, body);
-    const headLength = r200.byteLength - body.byteLength;
+  entry(item: { epoch: string; version: number; body: Uint8Array }): ItemEntry {
+    const { body } = item;
+    const etag = etagFor(item.epoch, item.version);
+    const head = this.encodeHead(200, ["ETag", etag, "Content-Length", String(body.byteLength)]);
+    const r200 = wireBytes(head, body);
     let r304 = this.#r304.get(etag);
     if (r304 === undefined) {
-      r304 = ownBuffer(this.encodeHead(304, ["ETag", etag]));
+      r304 = wireBytes(this.encodeHead(304, ["ETag", etag]));
       if (this.#r304.size < 4096) this.#r304.set(etag, r304);
     }
-    return {
-      found: true,
-      version,
-      etag,
-      r200,
-      h200: r200.subarray(0, headLength),
-      body: r200.subarray(headLength),
-      r304,
-      head200,
-      head304: ["ETag", etag],
-    };
+    return { found: true, etag, r200, headLength: head.length, r304 };
   }
 
   // ---- node:http writers ----------------------------------------------------------------------
@@ -231,11 +271,12 @@ export class Wire {
   }
 
   /** Head + body. */
-  full(res: ServerResponse, status: number, headers: string[], body: Buffer): void {
+  full(res: ServerResponse, status: number, headers: string[], body: Buffer | WireBytes): void {
     res.sendDate = this.#sendDate;
     res.removeHeader("connection");
     res.writeHead(status, this.reason(status), headers);
-    res.end(body);
+    if (typeof body === "string") res.end(body, "latin1");
+    else res.end(body);
   }
 
   /** 404 (or another bodiless status that needs framing): `Content-Length: 0` keeps the connection usable. */

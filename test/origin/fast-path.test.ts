@@ -5,9 +5,16 @@ import { describe, expect, it } from "vitest";
 import { DEFER, INCOMPLETE, newFastRequest, parseFastRequest, PARSED } from "../../src/origin/fast-path.ts";
 import { sampleItem } from "../../src/origin/seed.ts";
 import { SqliteItemStore, type ItemStore, type StoredItem } from "../../src/origin/store.ts";
-import { deferred, get, RawConnection, start, tempDir, withBody } from "./harness.ts";
+import { randomEpoch } from "../../src/origin/wire.ts";
+import type { RunningOrigin } from "../../src/origin/server.ts";
+import { deferred, etagFor, get, notModified, RawConnection, start, tempDir, withBody } from "./harness.ts";
 
 const TOKEN = "fast-path-token-0123456789";
+
+/** The ETag of `version` as written by this origin's store session (seeded items are version 1). */
+function sessionTag(origin: RunningOrigin, version: number): string {
+  return etagFor((origin.store as SqliteItemStore).writeEpoch, version);
+}
 
 /** Everything the server writes on one connection for `bytes` followed by the client's FIN. */
 function exchange(port: number, bytes: Buffer): Promise<Buffer> {
@@ -81,10 +88,13 @@ function beforeNodeParseError(out: Buffer): string {
 }
 
 describe("fast path ≡ node:http path", () => {
+  // Both instances write with this epoch, so their ETags (and PUT answers) are the same bytes.
+  const EPOCH = randomEpoch();
+  const tag = (v: number) => etagFor(EPOCH, v);
   const caseName = (s: string) => fc.constantFrom(s, s.toUpperCase(), s[0]!.toUpperCase() + s.slice(1));
   const safeHeader = fc.oneof(
     fc.tuple(caseName("x-origin-token"), fc.constantFrom(TOKEN, `${TOKEN}x`, "nope", "", ` ${TOKEN} `)),
-    fc.tuple(caseName("if-none-match"), fc.constantFrom('"1"', 'W/"1"', '"2", "1"', "*", '"1', "", '"x"', "*, W/\"1\"")),
+    fc.tuple(caseName("if-none-match"), fc.constantFrom(tag(1), `W/${tag(1)}`, `${tag(2)}, ${tag(1)}`, "*", tag(1).slice(0, -1), "", '"x"', `*, W/${tag(1)}`, '"1"')),
     fc.tuple(caseName("connection"), fc.constantFrom("keep-alive", "Keep-Alive")),
     fc.tuple(fc.constantFrom("cf-ray", "Accept", "X-Forwarded-For", "cdn-loop", "Accept-Encoding"), fc.constantFrom("1", "a b", "", "gzip, br", "\u00e9t\u00e9")),
   );
@@ -146,10 +156,17 @@ describe("fast path ≡ node:http path", () => {
 
   async function twoOrigins() {
     const env = { SEED_SAMPLE_ITEMS: "3", ORIGIN_TOKEN: TOKEN };
-    const fast = await start(env);
-    const slow = await start({ ...env, ORIGIN_FAST_PATH: "false" });
+    const open = (extra: Record<string, string>) => {
+      const dir = tempDir();
+      return start({ ...env, ...extra }, { dir, store: new SqliteItemStore(join(dir, "items.sqlite"), { writeEpoch: EPOCH }) });
+    };
+    const fast = await open({});
+    const slow = await open({ ORIGIN_FAST_PATH: "false" });
     expect(fast.fastPath).toBe(true);
     expect(slow.fastPath).toBe(false);
+    // The generated If-None-Match values do match the seeded items (same epoch on both): 304s get compared.
+    const conditional = Buffer.from(`GET /items/1 HTTP/1.1\r\nHost: o\r\nx-origin-token: ${TOKEN}\r\nIf-None-Match: ${tag(1)}\r\n\r\n`);
+    for (const o of [fast, slow]) expect((await exchange(o.port, conditional)).toString("latin1")).toBe(notModified(tag(1)));
     return { fast, slow };
   }
 
@@ -182,33 +199,35 @@ describe("fast path ≡ node:http path", () => {
 describe("fast path connections", () => {
   it("hands a connection to node:http at the first request it does not serve, mid-pipeline", async () => {
     const origin = await start({ SEED_SAMPLE_ITEMS: "2" });
+    const [t1, t2] = [sessionTag(origin, 1), sessionTag(origin, 2)];
     const c = await RawConnection.open(origin.port);
     const replies = [c.next(), c.next(), c.next(), c.next()];
     c.socket.write(
       Buffer.concat([
-        Buffer.from(get("/items/1", { "If-None-Match": '"1"' })),
+        Buffer.from(get("/items/1", { "If-None-Match": t1 })),
         withBody("PUT", "/items/1", '{"v":2}'),
         Buffer.from(get("/items/1")),
-        Buffer.from(get("/items/2", { "If-None-Match": '"1"' })),
+        Buffer.from(get("/items/2", { "If-None-Match": t1 })),
       ]),
     );
     const [a, b, d, e] = await Promise.all(replies);
-    expect(a!.text).toBe('HTTP/1.1 304 Not Modified\r\nETag: "1"\r\n\r\n');
-    expect(b!.text).toBe('HTTP/1.1 204 No Content\r\nETag: "2"\r\n\r\n');
-    expect(d!.text).toBe('HTTP/1.1 200 OK\r\nETag: "2"\r\nContent-Length: 7\r\n\r\n{"v":2}');
-    expect(e!.text).toBe('HTTP/1.1 304 Not Modified\r\nETag: "1"\r\n\r\n');
+    expect(a!.text).toBe(notModified(t1));
+    expect(b!.text).toBe(`HTTP/1.1 204 No Content\r\nETag: ${t2}\r\n\r\n`);
+    expect(d!.text).toBe(`HTTP/1.1 200 OK\r\nETag: ${t2}\r\nContent-Length: 7\r\n\r\n{"v":2}`);
+    expect(e!.text).toBe(notModified(t1));
     const handOffs = await origin.metrics.registry.getSingleMetric("origin_fast_path_handoffs_total")!.get();
     expect(handOffs.values[0]!.value).toBe(1);
   });
 
   it("reassembles a request that arrives one byte at a time", async () => {
     const origin = await start({ SEED_SAMPLE_ITEMS: "1" });
+    const t1 = sessionTag(origin, 1);
     const c = await RawConnection.open(origin.port);
     const reply = c.next();
-    for (const byte of Buffer.from(get("/items/1", { "If-None-Match": '"1"' }))) {
+    for (const byte of Buffer.from(get("/items/1", { "If-None-Match": t1 }))) {
       await new Promise<void>((resolve) => c.socket.write(Buffer.of(byte), () => resolve()));
     }
-    expect((await reply).text).toBe('HTTP/1.1 304 Not Modified\r\nETag: "1"\r\n\r\n');
+    expect((await reply).text).toBe(notModified(t1));
     expect((await c.send(get("/items/1"))).body.toString()).toBe(sampleItem(1));
   });
 

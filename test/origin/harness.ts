@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { afterEach } from "vitest";
 import { parseOriginConfig, type OriginConfig } from "../../src/origin/config.ts";
 import { startOrigin, type RunningOrigin, type StartOptions } from "../../src/origin/server.ts";
+import { etagFor } from "../../src/origin/wire.ts";
 
 const cleanups: (() => Promise<void> | void)[] = [];
 
@@ -177,4 +178,21 @@ export function deferred<T = void>(): { promise: Promise<T>; resolve: (v: T) => 
   let resolve!: (v: T) => void;
   const promise = new Promise<T>((r) => (resolve = r));
   return { promise, resolve };
+}
+
+/**
+ * The epoch of an ETag the origin sent (`"Xa1"` → `Xa`). Epochs are random per store session, so tests
+ * read one from a first response and build the other ETags of that session with `etagFor(epoch, version)`.
+ */
+export function epochOf(etag: string | undefined): string {
+  const m = /^"([0-9A-Za-z_-]{2})[0-9A-Za-z_-]+"$/.exec(etag ?? "");
+  if (m === null) throw new Error(`not an origin ETag: ${etag}`);
+  return m[1]!;
+}
+
+export { etagFor };
+
+/** A 304 as the origin writes it. */
+export function notModified(etag: string, reason = "Not Modified"): string {
+  return `HTTP/1.1 304 ${reason}\r\nETag: ${etag}\r\n\r\n`;
 }

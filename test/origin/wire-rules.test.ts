@@ -2,31 +2,43 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { isJsonContentType } from "../../src/origin/body.ts";
 import { checkAndMinifyJson, minifyJsonBytes } from "../../src/origin/json.ts";
-import { etagFor, ifNoneMatchMatches } from "../../src/origin/wire.ts";
+import { etagFor, ifNoneMatchMatches, randomEpoch } from "../../src/origin/wire.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
 describe("ETags", () => {
-  it("are distinct for distinct versions, quoted, and short", () => {
+  const epoch = fc.stringMatching(/^[0-9A-Za-z_-]{2}$/);
+  it("are distinct for distinct (epoch, version) pairs, quoted, and short", () => {
     fc.assert(
-      fc.property(fc.nat({ max: 2 ** 40 }), fc.nat({ max: 2 ** 40 }), (a, b) => {
-        expect(etagFor(a) === etagFor(b)).toBe(a === b);
-        expect(etagFor(a)).toMatch(/^"[0-9A-Za-z_-]+"$/);
+      fc.property(epoch, epoch, fc.nat({ max: 2 ** 40 }), fc.nat({ max: 2 ** 40 }), (e, f, a, b) => {
+        expect(etagFor(e, a) === etagFor(f, b)).toBe(e === f && a === b);
+        expect(etagFor(e, a)).toMatch(/^"[0-9A-Za-z_-]+"$/);
       }),
     );
-    expect(etagFor(1)).toBe('"1"');
-    expect(etagFor(63)).toBe('"_"');
-    expect(etagFor(64)).toBe('"10"');
-    expect(etagFor(4095).length).toBe(4);
-    expect(etagFor(4096).length).toBe(5);
+    expect(etagFor("Xa", 1)).toBe('"Xa1"');
+    expect(etagFor("Xa", 63)).toBe('"Xa_"');
+    expect(etagFor("Xa", 64)).toBe('"Xa10"');
+    expect(etagFor("00", 4095).length).toBe(6);
+    expect(etagFor("00", 4096).length).toBe(7);
+    expect(() => etagFor("X", 1)).toThrow(RangeError);
+    expect(() => etagFor("X\"", 1)).toThrow(RangeError);
+  });
+  it("epochs are 2 random base64url characters, all 4096 of them reachable", () => {
+    const seen = new Set<string>();
+    for (let i = 0; i < 40_000; i++) {
+      const e = randomEpoch();
+      expect(e).toMatch(/^[0-9A-Za-z_-]{2}$/);
+      seen.add(e);
+    }
+    expect(seen.size).toBeGreaterThan(4000); // 40,000 draws leave ~0.2 of the 4096 unseen on average
   });
 
   const opaque = fc.stringMatching(/^[!#-~]{0,8}$/);
   it("If-None-Match matches weakly whatever the list around it", () => {
     fc.assert(
-      fc.property(fc.nat({ max: 1e6 }), fc.array(opaque), fc.array(opaque), fc.boolean(), (v, before, after, weak) => {
-        const etag = etagFor(v);
+      fc.property(epoch, fc.nat({ max: 1e6 }), fc.array(opaque), fc.array(opaque), fc.boolean(), (e, v, before, after, weak) => {
+        const etag = etagFor(e, v);
         const tags = [...before.map((t) => `"${t}"`), `${weak ? "W/" : ""}${etag}`, ...after.map((t) => `W/"${t}"`)];
         expect(ifNoneMatchMatches(tags.join(" ,\t"), etag)).toBe(true);
       }),
@@ -34,15 +46,15 @@ describe("ETags", () => {
   });
   it("If-None-Match without our opaque tag never matches", () => {
     fc.assert(
-      fc.property(fc.nat({ max: 1e6 }), fc.array(opaque), (v, others) => {
-        const etag = etagFor(v);
+      fc.property(epoch, fc.nat({ max: 1e6 }), fc.array(opaque), (e, v, others) => {
+        const etag = etagFor(e, v);
         const list = others.filter((t) => `"${t}"` !== etag).map((t) => `"${t}"`);
         expect(ifNoneMatchMatches(list.join(", "), etag)).toBe(false);
       }),
     );
   });
   it("If-None-Match never throws on junk", () => {
-    fc.assert(fc.property(fc.string(), (junk) => void ifNoneMatchMatches(junk, '"1"')));
+    fc.assert(fc.property(fc.string(), (junk) => void ifNoneMatchMatches(junk, '"Xa1"')));
   });
 });
 

@@ -1,8 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { sampleItem } from "../../src/origin/seed.ts";
-import { get, once, RawConnection, start, withBody } from "./harness.ts";
+import { epochOf, etagFor, get, notModified, once, RawConnection, start, withBody } from "./harness.ts";
 
 const ITEM_1 = sampleItem(1);
+/** Bytes of a 304 around its ETag: `HTTP/1.1 304 Not Modified\r\nETag: ` … `\r\n\r\n`. */
+const NOT_MODIFIED_FRAME = "HTTP/1.1 304 Not Modified\r\nETag: \r\n\r\n".length; // 37
 
 describe("wire bytes, read from a raw socket", () => {
   it("answers every item status with exactly the planned bytes on one kept-alive connection", async () => {
@@ -10,23 +12,27 @@ describe("wire bytes, read from a raw socket", () => {
     const c = await RawConnection.open(origin.port);
 
     const ok = await c.send(get("/items/1"));
-    expect(ok.text).toBe(`HTTP/1.1 200 OK\r\nETag: "1"\r\nContent-Length: ${ITEM_1.length}\r\n\r\n${ITEM_1}`);
+    const etag = ok.header("etag")!; // epoch (2 random characters) + version 1
+    expect(etag).toBe(etagFor(epochOf(etag), 1));
+    expect(etag.length).toBe(5);
+    expect(ok.text).toBe(`HTTP/1.1 200 OK\r\nETag: ${etag}\r\nContent-Length: ${ITEM_1.length}\r\n\r\n${ITEM_1}`);
 
     const head = await c.send(get("/items/1", {}, "HEAD"), true);
-    expect(head.text).toBe(`HTTP/1.1 200 OK\r\nETag: "1"\r\nContent-Length: ${ITEM_1.length}\r\n\r\n`);
+    expect(head.text).toBe(`HTTP/1.1 200 OK\r\nETag: ${etag}\r\nContent-Length: ${ITEM_1.length}\r\n\r\n`);
 
-    const notModified = await c.send(get("/items/1", { "If-None-Match": '"1"' }));
-    expect(notModified.text).toBe('HTTP/1.1 304 Not Modified\r\nETag: "1"\r\n\r\n');
-    expect(notModified.raw.byteLength).toBe(40);
+    const unchanged = await c.send(get("/items/1", { "If-None-Match": etag }));
+    expect(unchanged.text).toBe(notModified(etag));
+    expect(unchanged.raw.byteLength).toBe(NOT_MODIFIED_FRAME + etag.length); // 42
 
-    const headNotModified = await c.send(get("/items/1", { "If-None-Match": '"1"' }, "HEAD"), true);
-    expect(headNotModified.text).toBe('HTTP/1.1 304 Not Modified\r\nETag: "1"\r\n\r\n');
+    const headNotModified = await c.send(get("/items/1", { "If-None-Match": etag }, "HEAD"), true);
+    expect(headNotModified.text).toBe(notModified(etag));
 
     const missing = await c.send(get("/items/nope"));
     expect(missing.text).toBe("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
 
     const put = await c.send(withBody("PUT", "/items/new-1", '{"a": 1}'));
-    expect(put.text).toBe('HTTP/1.1 204 No Content\r\nETag: "1"\r\n\r\n');
+    expect(put.text).toBe(`HTTP/1.1 204 No Content\r\nETag: ${etag}\r\n\r\n`); // same session, version 1
+    expect(put.raw.byteLength).toBe("HTTP/1.1 204 No Content\r\nETag: \r\n\r\n".length + etag.length); // 40
 
     const del = await c.send(get("/items/new-1", {}, "DELETE"));
     expect(del.text).toBe("HTTP/1.1 204 No Content\r\n\r\n");
@@ -45,8 +51,8 @@ describe("wire bytes, read from a raw socket", () => {
     );
 
     // Still the same connection, nothing stray on it, never a Connection/Keep-Alive/Date line.
-    const again = await c.send(get("/items/1", { "If-None-Match": '"1"' }));
-    expect(again.raw.byteLength).toBe(40);
+    const again = await c.send(get("/items/1", { "If-None-Match": etag }));
+    expect(again.raw.byteLength).toBe(NOT_MODIFIED_FRAME + etag.length);
     expect(c.leftover.byteLength).toBe(0);
     expect(c.socket.destroyed).toBe(false);
   });
@@ -54,44 +60,54 @@ describe("wire bytes, read from a raw socket", () => {
   it("compares If-None-Match weakly, with lists and *", async () => {
     const origin = await start({ SEED_SAMPLE_ITEMS: "1" });
     const c = await RawConnection.open(origin.port);
-    for (const inm of ['W/"1"', '"0", "1"', '"x" , W/"1"', "*", '"a,b", "1"']) {
+    const e = epochOf((await c.send(get("/items/1"))).header("etag"));
+    const t = (v: number) => etagFor(e, v); // t(1) is the item's ETag
+    for (const inm of [`W/${t(1)}`, `"0", ${t(1)}`, `"x" , W/${t(1)}`, "*", `"a,b", ${t(1)}`]) {
       expect((await c.send(get("/items/1", { "If-None-Match": inm }))).status, inm).toBe(304);
     }
-    for (const inm of ['"2"', 'W/"2", "11"', '"1', "1", '"1"x', "*, \"1\""]) {
+    const bare = t(1).slice(1, -1);
+    for (const inm of [t(2), `W/${t(2)}, ${t(11)}`, `"${bare}`, bare, `${t(1)}x`, `*, ${t(1)}`, '"1"', `"${e}"`]) {
       expect((await c.send(get("/items/1", { "If-None-Match": inm }))).status, inm).toBe(200);
     }
     // `*` needs a current representation.
     expect((await c.send(get("/items/absent", { "If-None-Match": "*" }))).status).toBe(404);
     // Repeated header fields form one list.
-    const twoLines = "GET /items/1 HTTP/1.1\r\nHost: o\r\nIf-None-Match: \"7\"\r\nIf-None-Match: W/\"1\"\r\n\r\n";
+    const twoLines = `GET /items/1 HTTP/1.1\r\nHost: o\r\nIf-None-Match: ${t(7)}\r\nIf-None-Match: W/${t(1)}\r\n\r\n`;
     expect((await c.send(twoLines)).status).toBe(304);
   });
 
-  it("keeps ETags short: version 64 is a 4-character ETag and its 304 is 41 bytes", async () => {
+  it("keeps ETags short: epoch + version, 5 characters to version 63, 6 from 64 (304 of 43 bytes)", async () => {
     const origin = await start();
     const c = await RawConnection.open(origin.port);
-    let last = "";
-    for (let v = 1; v <= 64; v++) last = (await c.send(withBody("PUT", "/items/x", `{"v":${v}}`))).header("etag")!;
-    expect(last).toBe('"10"');
-    const r = await c.send(get("/items/x", { "If-None-Match": '"10"' }));
-    expect(r.text).toBe('HTTP/1.1 304 Not Modified\r\nETag: "10"\r\n\r\n');
-    expect(r.raw.byteLength).toBe(41);
+    const tags: string[] = [];
+    for (let v = 1; v <= 64; v++) tags.push((await c.send(withBody("PUT", "/items/x", `{"v":${v}}`))).header("etag")!);
+    const e = epochOf(tags[0]);
+    expect(tags).toEqual(tags.map((_, i) => etagFor(e, i + 1)));
+    expect(tags[62]!.length).toBe(5); // version 63
+    const last = tags[63]!;
+    expect(last).toBe(`"${e}10"`);
+    const r = await c.send(get("/items/x", { "If-None-Match": last }));
+    expect(r.text).toBe(notModified(last));
+    expect(r.raw.byteLength).toBe(NOT_MODIFIED_FRAME + last.length); // 43
   });
 
-  it("ORIGIN_REASON_PHRASE=false drops reason phrases (28-byte 304)", async () => {
+  it("ORIGIN_REASON_PHRASE=false drops reason phrases (30-byte 304)", async () => {
     const origin = await start({ SEED_SAMPLE_ITEMS: "1", ORIGIN_REASON_PHRASE: "false" });
-    const r = await once(origin.port, get("/items/1", { "If-None-Match": '"1"' }));
-    expect(r.text).toBe('HTTP/1.1 304 \r\nETag: "1"\r\n\r\n');
-    expect(r.raw.byteLength).toBe(28);
     const ok = await once(origin.port, get("/items/1"));
-    expect(ok.text.startsWith('HTTP/1.1 200 \r\nETag: "1"\r\n')).toBe(true);
+    const etag = ok.header("etag")!;
+    expect(ok.text.startsWith(`HTTP/1.1 200 \r\nETag: ${etag}\r\n`)).toBe(true);
+    const r = await once(origin.port, get("/items/1", { "If-None-Match": etag }));
+    expect(r.text).toBe(notModified(etag, ""));
+    expect(r.raw.byteLength).toBe(NOT_MODIFIED_FRAME - "Not Modified".length + etag.length); // 30
   });
 
   it("ORIGIN_SEND_DATE=true restores Date and nothing else", async () => {
     const origin = await start({ SEED_SAMPLE_ITEMS: "1", ORIGIN_SEND_DATE: "true" });
     expect(origin.fastPath).toBe(false); // node:http writes Date
-    const r = await once(origin.port, get("/items/1", { "If-None-Match": '"1"' }));
-    expect(r.text).toMatch(/^HTTP\/1\.1 304 Not Modified\r\nETag: "1"\r\nDate: [A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT\r\n\r\n$/);
+    const etag = (await once(origin.port, get("/items/1"))).header("etag")!;
+    const r = await once(origin.port, get("/items/1", { "If-None-Match": etag }));
+    expect(r.text.startsWith(`HTTP/1.1 304 Not Modified\r\nETag: ${etag}\r\nDate: `)).toBe(true);
+    expect(r.text).toMatch(/^HTTP\/1\.1 304 Not Modified\r\nETag: "[^"]+"\r\nDate: [A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT\r\n\r\n$/);
   });
 
   it("keeps idle connections open past Cloudflare's 900 s reuse window by default", async () => {
@@ -104,18 +120,20 @@ describe("wire bytes, read from a raw socket", () => {
   it("closes when the client asks, without adding a Connection line", async () => {
     const origin = await start({ SEED_SAMPLE_ITEMS: "1" });
     const c = await RawConnection.open(origin.port);
-    const r = await c.send(get("/items/1", { Connection: "close", "If-None-Match": '"1"' }));
-    expect(r.text).toBe('HTTP/1.1 304 Not Modified\r\nETag: "1"\r\n\r\n');
+    const etag = (await c.send(get("/items/1"))).header("etag")!;
+    const r = await c.send(get("/items/1", { Connection: "close", "If-None-Match": etag }));
+    expect(r.text).toBe(notModified(etag));
     await c.closed;
   });
 
   it("serves pipelined requests in order", async () => {
     const origin = await start({ SEED_SAMPLE_ITEMS: "2" });
+    const etag = (await once(origin.port, get("/items/1", {}, "HEAD"), true)).header("etag")!;
     const c = await RawConnection.open(origin.port);
     const a = c.next();
     const b = c.next();
     const d = c.next();
-    c.socket.write(get("/items/2") + get("/items/1", { "If-None-Match": '"1"' }) + get("/items/zzz"));
+    c.socket.write(get("/items/2") + get("/items/1", { "If-None-Match": etag }) + get("/items/zzz"));
     expect((await a).body.toString()).toBe(sampleItem(2));
     expect((await b).status).toBe(304);
     expect((await d).status).toBe(404);

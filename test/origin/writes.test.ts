@@ -1,38 +1,41 @@
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { describe, expect, it } from "vitest";
-import { get, RawConnection, start, tempDir, withBody } from "./harness.ts";
+import { epochOf, etagFor, get, RawConnection, start, tempDir, withBody } from "./harness.ts";
 
 describe("writes", () => {
   it("read-your-writes: a PUT replaces what this instance serves at once, ETag moves on", async () => {
     const origin = await start();
     const c = await RawConnection.open(origin.port);
-    expect((await c.send(withBody("PUT", "/items/a", '{"v":1}'))).header("etag")).toBe('"1"');
+    const v1 = (await c.send(withBody("PUT", "/items/a", '{"v":1}'))).header("etag")!;
+    const e = epochOf(v1);
+    expect(v1).toBe(etagFor(e, 1));
     const first = await c.send(get("/items/a")); // now cached
     expect(first.body.toString()).toBe('{"v":1}');
+    expect(first.header("etag")).toBe(v1);
 
     const put = await c.send(withBody("PUT", "/items/a", '{"v":2}'));
-    expect(put.text).toBe('HTTP/1.1 204 No Content\r\nETag: "2"\r\n\r\n');
-    const second = await c.send(get("/items/a", { "If-None-Match": '"1"' }));
+    expect(put.text).toBe(`HTTP/1.1 204 No Content\r\nETag: ${etagFor(e, 2)}\r\n\r\n`);
+    const second = await c.send(get("/items/a", { "If-None-Match": v1 }));
     expect(second.status).toBe(200);
-    expect(second.header("etag")).toBe('"2"');
+    expect(second.header("etag")).toBe(etagFor(e, 2));
     expect(second.body.toString()).toBe('{"v":2}');
-    expect((await c.send(get("/items/a", { "If-None-Match": '"2"' }))).status).toBe(304);
+    expect((await c.send(get("/items/a", { "If-None-Match": etagFor(e, 2) }))).status).toBe(304);
   });
 
   it("DELETE answers 204, the next read is 404, and a re-created item never reuses an old ETag", async () => {
     const origin = await start();
     const c = await RawConnection.open(origin.port);
-    await c.send(withBody("PUT", "/items/d", '{"v":1}'));
+    const v1 = (await c.send(withBody("PUT", "/items/d", '{"v":1}'))).header("etag")!;
     await c.send(get("/items/d")); // cached
     expect((await c.send(get("/items/d", {}, "DELETE"))).text).toBe("HTTP/1.1 204 No Content\r\n\r\n");
     expect((await c.send(get("/items/d"))).status).toBe(404);
-    expect((await c.send(get("/items/d", { "If-None-Match": '"1"' }))).status).toBe(404);
+    expect((await c.send(get("/items/d", { "If-None-Match": v1 }))).status).toBe(404);
     // Idempotent.
     expect((await c.send(get("/items/d", {}, "DELETE"))).status).toBe(204);
     const again = await c.send(withBody("PUT", "/items/d", '{"v":"new"}'));
-    expect(again.header("etag")).toBe('"3"'); // 1 = first PUT, 2 = the delete, 3 = this PUT
-    const read = await c.send(get("/items/d", { "If-None-Match": '"1"' }));
+    expect(again.header("etag")).toBe(etagFor(epochOf(v1), 3)); // 1 = first PUT, 2 = the delete, 3 = this PUT
+    const read = await c.send(get("/items/d", { "If-None-Match": v1 }));
     expect(read.status).toBe(200);
     expect(read.body.toString()).toBe('{"v":"new"}');
   });
@@ -53,11 +56,17 @@ describe("writes", () => {
     const first = await start({}, { dir });
     const put = await (await RawConnection.open(first.port)).send(withBody("PUT", "/items/keep", '{"k": true}'));
     expect(put.status).toBe(204);
+    const etag = put.header("etag")!;
 
     // Another connection to the same file sees the row as soon as the 204 is out.
     const other = new DatabaseSync(path, { readOnly: true });
-    const row = other.prepare("SELECT version, body FROM items WHERE id = ?").get("keep") as { version: number; body: Uint8Array };
+    const row = other.prepare("SELECT version, epoch, body FROM items WHERE id = ?").get("keep") as {
+      version: number;
+      epoch: string;
+      body: Uint8Array;
+    };
     expect(row.version).toBe(1);
+    expect(etagFor(row.epoch, row.version)).toBe(etag);
     expect(Buffer.from(row.body).toString()).toBe('{"k":true}');
     expect((other.prepare("PRAGMA journal_mode").get() as { journal_mode: string }).journal_mode).toBe("wal");
     other.close();
@@ -65,20 +74,23 @@ describe("writes", () => {
     await first.close();
     const second = await start({}, { dir });
     const read = await (await RawConnection.open(second.port)).send(get("/items/keep"));
-    expect(read.text).toBe('HTTP/1.1 200 OK\r\nETag: "1"\r\nContent-Length: 10\r\n\r\n{"k":true}');
+    // Same ETag after the restart: the row keeps the epoch it was written with.
+    expect(read.text).toBe(`HTTP/1.1 200 OK\r\nETag: ${etag}\r\nContent-Length: 10\r\n\r\n{"k":true}`);
   });
 
   it("concurrent writes from many connections all commit, each with its own version", async () => {
     const origin = await start();
     const conns = await Promise.all(Array.from({ length: 30 }, () => RawConnection.open(origin.port)));
     const same = await Promise.all(conns.map((c, i) => c.send(withBody("PUT", "/items/shared", `{"writer":${i}}`))));
-    const versions = same.map((r) => r.header("etag")).sort();
+    const versions = same.map((r) => r.header("etag")!).sort();
     expect(new Set(versions).size).toBe(30); // 30 distinct versions: no lost update
+    const e = epochOf(versions[0]);
     const distinct = await Promise.all(conns.map((c, i) => c.send(withBody("PUT", `/items/own-${i}`, `{"i":${i}}`))));
     expect(distinct.every((r) => r.status === 204)).toBe(true);
     expect(origin.store.count()).toBe(31);
     const last = await conns[0]!.send(get("/items/shared"));
-    expect(last.header("etag")).toBe('"U"'); // version 30
+    expect(last.header("etag")).toBe(etagFor(e, 30));
+    expect(last.header("etag")).toBe(`"${e}U"`); // version 30
     for (let i = 0; i < 30; i += 7) expect((await conns[1]!.send(get(`/items/own-${i}`))).body.toString()).toBe(`{"i":${i}}`);
   });
 

@@ -27,6 +27,7 @@ const REFUSED: Array<[string, EdgeVars, string, RegExp]> = [
   ["pattern with a trailing slash", { CORS_ALLOW_ORIGINS: "https://*.example.com/" }, "CORS_ALLOW_ORIGINS", /write "https:\/\/\*\.example\.com"/],
   ["uppercase pattern", { CORS_ALLOW_ORIGINS: "https://*.Example.com" }, "CORS_ALLOW_ORIGINS", /write "https:\/\/\*\.example\.com"/],
   ["pattern with a default port", { CORS_ALLOW_ORIGINS: "https://*.example.com:443" }, "CORS_ALLOW_ORIGINS", /write "https:\/\/\*\.example\.com"/],
+  ["wildcard over a domain with public suffixes beneath it, credentialed", { CORS_ALLOW_ORIGINS: "https://*.amazonaws.com", ...CREDENTIALED }, "CORS_ALLOW_ORIGINS", /public suffix "s3\.amazonaws\.com"/],
   ["origin with a path", { CORS_ALLOW_ORIGINS: "https://a.example.com/app" }, "CORS_ALLOW_ORIGINS", /write "https:\/\/a.example.com"/],
   ["origin with a trailing slash", { CORS_ALLOW_ORIGINS: "https://a.example.com/" }, "CORS_ALLOW_ORIGINS", /trailing slash/],
   ["origin with a default port", { CORS_ALLOW_ORIGINS: "https://a.example.com:443" }, "CORS_ALLOW_ORIGINS", /default port 443/],
@@ -100,6 +101,8 @@ describe("configuration", () => {
   it("accepts a wildcard over a public suffix only without credentials", () => {
     expect(problemsOf({ CORS_ALLOW_ORIGINS: "https://*.github.io" })).toEqual([]);
     expect(problemsOf({ CORS_ALLOW_ORIGINS: "https://*.example.com", ...CREDENTIALED })).toEqual([]);
+    expect(problemsOf({ CORS_ALLOW_ORIGINS: "https://*.amazonaws.com" })).toEqual([]);
+    expect(problemsOf({ CORS_ALLOW_ORIGINS: "https://*.mybucket.s3.amazonaws.com", ...CREDENTIALED })).toEqual([]);
   });
 
   it("reads an empty CORS_ALLOW_METHODS as the default, like every other var", () => {

@@ -2,7 +2,7 @@ import { isToken } from "../http/token.ts";
 import type { ConfigProblem } from "./config-error.ts";
 import type { EdgeVars } from "./edge-vars.ts";
 import { EDGE_DEFAULTS } from "./edge-vars.ts";
-import { isPublicSuffix } from "./public-suffix.ts";
+import { isPublicSuffix, publicSuffixBeneath } from "./public-suffix.ts";
 
 /** `https://*.example.com` compiled: an origin matches when it is `prefix` + one or more DNS labels + `suffix`. */
 export interface OriginPattern {
@@ -153,6 +153,14 @@ function parseOrigins(vars: EdgeVars, credentials: boolean, problems: ConfigProb
         problems.push({
           variable,
           message: `"${item}" puts a wildcard over the public suffix "${domain}", so anyone can register a matching origin; with CORS_ALLOW_CREDENTIALS=true that hands them users' data. Name your own domain, e.g. "${prefix}*.yourcompany.${domain}".`,
+        });
+        continue;
+      }
+      const beneath = credentials ? publicSuffixBeneath(domain) : undefined;
+      if (beneath !== undefined) {
+        problems.push({
+          variable,
+          message: `"${item}" also matches origins under the public suffix "${beneath.replace(/^\*\./, "")}", which anyone can register; with CORS_ALLOW_CREDENTIALS=true that hands them users' data. List the exact origins you own instead.`,
         });
         continue;
       }

@@ -6,27 +6,36 @@ import type { Simulator } from "./simulators.ts";
  * where the slim-edge policy stands against each (`--compare`).
  */
 
+/**
+ * Keys spread over `count` queues, each key in at most one (`none` = in none): which queue a key is in, the
+ * queue sizes, and a move that keeps the three consistent.
+ */
+function queues(count: number, keyCount: number) {
+  const none = count;
+  const lists = new SlotLists(count, keyCount);
+  const where = new Uint8Array(keyCount).fill(none);
+  const sizes: number[] = new Array(count).fill(0);
+  const move = (k: number, to: number) => {
+    if (where[k] !== none) {
+      lists.remove(k);
+      sizes[where[k]!]!--;
+    }
+    if (to !== none) {
+      lists.pushTail(to, k);
+      sizes[to]!++;
+    }
+    where[k] = to;
+  };
+  return { none, lists, where, sizes, move };
+}
+
 /** ARC (Megiddo & Modha, 2003): recency list T1, frequency list T2, ghosts B1/B2 steer the split p. */
 export const simulateArc: Simulator = (trace, capacity) => {
   const T1 = 0;
   const T2 = 1;
   const B1 = 2;
   const B2 = 3;
-  const NONE = 4;
-  const lists = new SlotLists(4, trace.keys.length);
-  const where = new Uint8Array(trace.keys.length).fill(NONE);
-  const sizes = [0, 0, 0, 0];
-  const move = (k: number, to: number) => {
-    if (where[k] !== NONE) {
-      lists.remove(k);
-      sizes[where[k]!]!--;
-    }
-    if (to !== NONE) {
-      lists.pushTail(to, k);
-      sizes[to]!++;
-    }
-    where[k] = to;
-  };
+  const { none: NONE, lists, where, sizes, move } = queues(4, trace.keys.length);
   let p = 0;
   const replace = (inB2: boolean) => {
     const t1 = sizes[T1]!;
@@ -116,24 +125,10 @@ export function s3fifo(promoteAbove: number): Simulator {
     const SMALL = 0;
     const MAIN = 1;
     const GHOST = 2;
-    const NONE = 3;
-    const lists = new SlotLists(3, trace.keys.length);
-    const where = new Uint8Array(trace.keys.length).fill(NONE);
+    const { none: NONE, lists, where, sizes, move: put } = queues(3, trace.keys.length);
     const freq = new Uint8Array(trace.keys.length);
-    const sizes = [0, 0, 0];
     const smallTarget = Math.max(1, Math.floor(capacity / 10));
     const ghostTarget = capacity - smallTarget;
-    const put = (k: number, to: number) => {
-      if (where[k] !== NONE) {
-        lists.remove(k);
-        sizes[where[k]!]!--;
-      }
-      if (to !== NONE) {
-        lists.pushTail(to, k);
-        sizes[to]!++;
-      }
-      where[k] = to;
-    };
     const evictMain = () => {
       for (;;) {
         const t = lists.head(MAIN);

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { gunzipSync } from "node:zlib";
-import { prng } from "../lib/random.ts";
+import { prng, Zipf } from "../lib/random.ts";
 
 /** A request stream with its keys interned: `requests[i]` indexes `keys`. */
 export interface Trace {
@@ -66,25 +66,10 @@ export const ZIPF_DEFAULTS: ZipfOptions = { exponent: 0.93, keyCount: 100_000, r
  */
 export function zipfTrace(options: ZipfOptions = ZIPF_DEFAULTS): Trace {
   const { exponent, keyCount, requestCount, seed } = options;
-  const cdf = new Float64Array(keyCount);
-  let total = 0;
-  for (let rank = 1; rank <= keyCount; rank++) {
-    total += rank ** -exponent;
-    cdf[rank - 1] = total;
-  }
+  const zipf = new Zipf(keyCount, exponent);
   const random = prng(seed);
   const requests = new Int32Array(requestCount);
-  for (let i = 0; i < requestCount; i++) {
-    const target = random() * total;
-    let low = 0;
-    let high = keyCount - 1;
-    while (low < high) {
-      const mid = (low + high) >>> 1;
-      if (cdf[mid]! < target) low = mid + 1;
-      else high = mid;
-    }
-    requests[i] = low;
-  }
+  for (let i = 0; i < requestCount; i++) requests[i] = zipf.sample(random());
   const keys = Array.from({ length: keyCount }, (_, rank) => String(rank));
   return { name: "zipf", requests, keys };
 }

@@ -1,4 +1,4 @@
-import { answerPreflight, isPreflight, type HeaderSource } from "./cors/preflight.ts";
+import { answerPreflight, readPreflight, type HeaderSource } from "./cors/preflight.ts";
 import type { CorsPolicy } from "./cors/cors-policy.ts";
 import { BAD_ITEM_ID, METHOD_NOT_ALLOWED, NOT_FOUND, PREFLIGHT_REFUSED, type EdgeAnswer } from "./http/edge-responses.ts";
 import { parseItemPath, rawPathOf } from "./http/item-path.ts";
@@ -16,8 +16,9 @@ export type Route =
  * /items/:id` with a valid id goes on to the origin.
  */
 export function classify(cors: CorsPolicy, method: string, url: string, headers: HeaderSource): Route {
-  if (isPreflight(method, headers)) {
-    const answer = answerPreflight(cors, headers);
+  const preflight = readPreflight(method, headers);
+  if (preflight) {
+    const answer = answerPreflight(cors, headers, preflight);
     return answer.allowed
       ? { kind: "preflight", status: 204, headers: answer.headers }
       : { kind: "refused-preflight", answer: PREFLIGHT_REFUSED };

@@ -14,14 +14,23 @@ export type PreflightAnswer =
 // https://fetch.spec.whatwg.org/#cors-safelisted-method: byte-exact, so `get` is not safelisted.
 const SAFELISTED_METHODS = new Set(["GET", "HEAD", "POST"]);
 
+/** What identifies a preflight: the Origin it comes from and the method it asks for. */
+export interface Preflight {
+  readonly origin: string;
+  readonly method: string;
+}
+
 /**
  * A CORS preflight is exactly OPTIONS + Origin + Access-Control-Request-Method
- * (https://fetch.spec.whatwg.org/#cors-preflight-request). Any other OPTIONS is an ordinary request.
+ * (https://fetch.spec.whatwg.org/#cors-preflight-request); any other OPTIONS is an ordinary request. Returns
+ * the two values (read once, and handed to answerPreflight) or undefined.
  */
-export function isPreflight(method: string, headers: HeaderSource): boolean {
-  return (
-    method === "OPTIONS" && headers.get("origin") !== null && headers.get("access-control-request-method") !== null
-  );
+export function readPreflight(method: string, headers: HeaderSource): Preflight | undefined {
+  if (method !== "OPTIONS") return undefined;
+  const origin = headers.get("origin");
+  if (origin === null) return undefined;
+  const requested = headers.get("access-control-request-method");
+  return requested === null ? undefined : { origin, method: requested };
 }
 
 /**
@@ -29,11 +38,13 @@ export function isPreflight(method: string, headers: HeaderSource): boolean {
  * only the headers this browser needs to proceed. Refused: a reason for logs and tests; the response then
  * carries no CORS header at all, so nothing about the policy leaks.
  */
-export function answerPreflight(policy: CorsPolicy, request: HeaderSource): PreflightAnswer {
-  const origin = request.get("origin") ?? "";
+export function answerPreflight(
+  policy: CorsPolicy,
+  request: HeaderSource,
+  { origin, method }: Preflight = readPreflight("OPTIONS", request) ?? { origin: "", method: "" },
+): PreflightAnswer {
   if (policy.off || !policy.allowsOrigin(origin)) return { allowed: false, reason: `origin ${origin} is not allowed` };
 
-  const method = request.get("access-control-request-method") ?? "";
   if (!isToken(method)) return { allowed: false, reason: "the requested method is not a token" };
   // A safelisted method needs no permission in Fetch: refusing it would only break requests that carry a
   // custom header, while the same request without one succeeds.

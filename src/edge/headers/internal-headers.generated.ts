@@ -12,14 +12,7 @@
 
 /** `name` equals `lower` (lowercase), ignoring ASCII case. */
 function eqFold(name: string, lower: string): boolean {
-  if (name === lower) return true;
-  if (name.length !== lower.length) return false;
-  for (let i = 0; i < lower.length; i++) {
-    let c = name.charCodeAt(i);
-    if (c >= 65 && c <= 90) c |= 32;
-    if (c !== lower.charCodeAt(i)) return false;
-  }
-  return true;
+  return name.length === lower.length && startsWithFold(name, lower);
 }
 
 /** `name` starts with `lower` (lowercase), ignoring ASCII case. */

@@ -1,0 +1,16 @@
+// RFC 9110 §5.6.2: token = 1*tchar. Methods and header names are tokens; a value that is not one can never
+// match what a browser sends, so configuration and preflights reject it instead of comparing against it.
+
+/** tchar = ALPHA / DIGIT / one of these. */
+const TCHAR_SYMBOLS = "!#$%&'*+-.^_`|~";
+
+/** True for a char code that is a tchar. */
+export function isTchar(c: number): boolean {
+  return (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || (c < 0x80 && TCHAR_SYMBOLS.includes(String.fromCharCode(c)));
+}
+
+export function isHttpToken(value: string): boolean {
+  if (value.length === 0) return false;
+  for (let i = 0; i < value.length; i++) if (!isTchar(value.charCodeAt(i))) return false;
+  return true;
+}

@@ -5,7 +5,7 @@
 //
 // --bake-origin-token  bake ORIGIN_TOKEN (from the environment, never from wrangler.toml) into the bundle, so
 //                      the Snippet sends it in x-origin-token. Anyone who can read the zone's Snippets can read it.
-import { ConfigError } from "../src/edge/config/config-error.ts";
+import { ConfigError } from "../src/shared/config/config-error.ts";
 import { envFlag, readWranglerVars } from "./lib/wrangler-vars.ts";
 import { bannerFor, buildSnippet, describeSize, removeSnippet, SNIPPET_LIMIT_BYTES, writeSnippet } from "./lib/snippet-bundle.ts";
 

@@ -1,6 +1,6 @@
 // `npm run check [-- --env NAME]`: validates the worker's vars with the same rules the worker applies at
 // startup, so a refused configuration fails here (and before `deploy`) instead of answering 500 in production.
-import { ConfigError } from "../src/edge/config/config-error.ts";
+import { ConfigError } from "../src/shared/config/config-error.ts";
 import { parseEdgeConfig } from "../src/edge/config/parse-edge-config.ts";
 import { envFlag, readWranglerVars } from "./lib/wrangler-vars.ts";
 

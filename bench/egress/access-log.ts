@@ -16,7 +16,7 @@
 // Blank lines and lines starting with `#` are skipped. Every problem is reported with its line number.
 
 import { readFileSync } from "node:fs";
-import { InputError } from "./mix.ts";
+import { InputError } from "./input-error.ts";
 import { itemBody, itemIdOf, type EdgeRequest, type RequestClass, type Traffic, type TrafficEvent } from "./traffic.ts";
 
 const KEYS = ["method", "path", "origin", "client", "inm", "acrm", "acrh", "status", "size"] as const;

@@ -2,7 +2,7 @@
 // items that exist before the first event. Built from a mix file (mix.ts) or an access log (log.ts); the
 // replay (replay.ts) sends exactly the same events to the "before" and the "after" system.
 
-import { sampleItem } from "../../src/origin/seed.ts";
+import { sampleItem } from "../../src/origin/store/sample-items.ts";
 
 /**
  * Request classes, by what the client asked (the same in both systems, so each class compares like with

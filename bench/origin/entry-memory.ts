@@ -1,10 +1,11 @@
-// What one origin cache entry really costs (the figure behind ENTRY_OVERHEAD_BYTES in src/origin/wire.ts).
+// What one origin cache entry really costs (the figure behind ENTRY_OVERHEAD_BYTES in src/origin/http/wire.ts).
 // Fills a ReadyCache with N entries `item-<i>`, each its own version (so its own 304: the worst case), and
 // divides the growth of heapUsed + arrayBuffers between forced GCs by N.
 //   node --expose-gc bench/origin/entry-memory.ts [--body-bytes 61] [--entries 200000]
 import { parseArgs } from "node:util";
 import { ReadyCache } from "../../src/origin/cache/ready-cache.ts";
-import { entryBytes, ENTRY_OVERHEAD_BYTES, Wire, type ReadyEntry } from "../../src/origin/wire.ts";
+import { entryBytes, ENTRY_OVERHEAD_BYTES, Wire, type ReadyEntry } from "../../src/origin/http/wire.ts";
+import { etagFor } from "../../src/origin/store/etag.ts";
 
 const { values } = parseArgs({ options: { "body-bytes": { type: "string", default: "61" }, entries: { type: "string", default: "200000" } } });
 const gc = globalThis.gc;
@@ -18,7 +19,7 @@ gc();
 const m0 = process.memoryUsage();
 for (let i = 0; i < N; i++) {
   const id = `item-${i}`;
-  const e = wire.entry({ epoch: "Xa", version: i + 1, body });
+  const e = wire.entry({ etag: etagFor("Xa", i + 1), body });
   cache.set(id, e, entryBytes(id, e));
 }
 gc();

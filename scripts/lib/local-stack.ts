@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import type { Readable } from "node:stream";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const BIN = resolve(ROOT, "node_modules/.bin");
@@ -42,6 +43,49 @@ function stopChild(child: ChildProcess): Promise<void> {
   });
 }
 
+/**
+ * Prefixes each complete line of one stream's text with `[name] `. Chunks split lines anywhere, so the
+ * partial last line of a chunk waits for the rest; `flush` gives it back (newline-terminated) when the
+ * stream ends. A pure function of the text pushed: the echo below is built on it, the tests feed it chunks.
+ */
+export function linePrefixer(name: string): { push(text: string): string; flush(): string } {
+  const prefix = `[${name}] `;
+  let partial = "";
+  const prefixed = (complete: string) => complete.split("\n").map((line) => `${prefix}${line}\n`).join("");
+  return {
+    push(text) {
+      const joined = partial + text;
+      const end = joined.lastIndexOf("\n");
+      partial = joined.slice(end + 1);
+      return end === -1 ? "" : prefixed(joined.slice(0, end));
+    },
+    flush() {
+      const rest = partial;
+      partial = "";
+      return rest === "" ? "" : prefixed(rest);
+    },
+  };
+}
+
+/**
+ * Echoes a child's output stream line by line, each line prefixed with `[name] `. One prefixer per stream:
+ * stdout and stderr interleave only at line boundaries, never mid-line. (Prefixing each chunk with
+ * `replace(/^/gm, …)` also matched after a chunk's final newline, leaving a dangling `[name] ` that the next
+ * chunk, of this child or the other, was written after: `[origin] [worker] …`, `[worker] [worker] …`.)
+ */
+export function echoLines(name: string, stream: Readable, write: (text: string) => void = (text) => process.stderr.write(text)): void {
+  const lines = linePrefixer(name);
+  stream.setEncoding("utf8");
+  stream.on("data", (text: string) => {
+    const out = lines.push(text);
+    if (out !== "") write(out);
+  });
+  stream.on("end", () => {
+    const out = lines.flush();
+    if (out !== "") write(out);
+  });
+}
+
 /** Spawns `command` and resolves once a line of its output matches `ready`; rejects if it exits first. */
 function spawnUntilReady(
   name: string,
@@ -52,16 +96,17 @@ function spawnUntilReady(
   echo: boolean,
 ): Promise<ChildProcess> {
   const child = spawn(command, args, { cwd: ROOT, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  const streams = [child.stdout!, child.stderr!];
+  // Decoded per stream, so a UTF-8 character split across chunks stays whole.
+  for (const stream of streams) stream.setEncoding("utf8");
+  if (echo) for (const stream of streams) echoLines(name, stream);
   return new Promise((resolveReady, reject) => {
     let output = "";
-    const onData = (chunk: Buffer) => {
-      const text = chunk.toString();
+    const onData = (text: string) => {
       output += text;
-      if (echo) process.stderr.write(text.replace(/^/gm, `[${name}] `));
       if (ready.test(output)) resolveReady(child);
     };
-    child.stdout!.on("data", onData);
-    child.stderr!.on("data", onData);
+    for (const stream of streams) stream.on("data", onData);
     child.once("exit", (code) => reject(new Error(`${name} exited (${code}) before it was ready:\n${output.slice(-3000)}`)));
   });
 }

@@ -1,18 +1,9 @@
 import { readFileSync } from "node:fs";
 import { parse } from "smol-toml";
-import type { EdgeVars } from "../../src/edge/config/edge-vars.ts";
+import { EDGE_VARS, type EdgeVarName, type EdgeVars } from "../../src/edge/config/edge-vars.ts";
 
-export const EDGE_VAR_NAMES = [
-  "ORIGIN_URL",
-  "ORIGIN_TIMEOUT_MS",
-  "CORS_ALLOW_ORIGINS",
-  "CORS_ALLOW_METHODS",
-  "CORS_ALLOW_HEADERS",
-  "CORS_EXPOSE_HEADERS",
-  "CORS_ALLOW_CREDENTIALS",
-  "CORS_MAX_AGE",
-  "CORS_ALLOW_PRIVATE_NETWORK",
-] as const satisfies ReadonlyArray<keyof EdgeVars>;
+/** The plain vars (not the secret: it never lives in wrangler.toml, and the Snippet bakes it only on request). */
+const PLAIN_VARS = EDGE_VARS.filter((doc) => !("secret" in doc && doc.secret));
 
 /**
  * The worker's vars as wrangler would deploy them: `[vars]`, or `[env.NAME.vars]` (environments do not
@@ -32,8 +23,8 @@ export function readWranglerVars(configPath: string, envName: string | undefined
     }
     vars = env.vars ?? {};
   }
-  const result: EdgeVars = {};
-  for (const name of EDGE_VAR_NAMES) {
+  const result: { [name in EdgeVarName]?: string } = {};
+  for (const { name } of PLAIN_VARS) {
     const value = process.env[name] ?? vars[name];
     if (value === undefined) continue;
     if (typeof value !== "string") throw new Error(`${configPath}: ${name} must be a string (wrangler passes vars as strings); quote it.`);

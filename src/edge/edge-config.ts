@@ -1,4 +1,4 @@
-import { ConfigError } from "./config/config-error.ts";
+import { ConfigError } from "../shared/config/config-error.ts";
 import type { EdgeVars } from "./config/edge-vars.ts";
 import type { OriginSpec } from "./config/parse-origin.ts";
 import { parseEdgeConfig } from "./config/parse-edge-config.ts";

@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import { cachedItemReader } from "./cache/cached-item-reader.ts";
-import { ConfigError } from "./config/config-error.ts";
+import { ConfigError } from "../shared/config/config-error.ts";
 import type { EdgeVars } from "./config/edge-vars.ts";
 import { edgeConfigFor } from "./edge-config.ts";
 import { MISCONFIGURED } from "./http/edge-responses.ts";

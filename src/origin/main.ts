@@ -1,16 +1,18 @@
 // Origin cache service entry point: `node src/origin/main.ts [--seed[=N]]` (npm run origin).
-// Reads configuration from the environment (see ORIGIN_VARS in config.ts or `--help`), refuses an
+// Reads configuration from the environment (the table in config/origin-vars.ts, or `--help`), refuses an
 // invalid one with exit code 2, prints one startup line with the URL, and shuts down cleanly on
 // SIGINT/SIGTERM (in-flight requests finish, the database is closed).
 
-import { ConfigError, configWarnings, ORIGIN_VARS, parseOriginConfig, type OriginConfig } from "./config.ts";
-import { quietSqliteWarning } from "./quiet-sqlite-warning.ts";
+import { ConfigError } from "../shared/config/config-error.ts";
+import { ORIGIN_VAR_DOCS } from "./config/origin-vars.ts";
+import { configWarnings, parseOriginConfig, type OriginConfig } from "./config/parse-origin-config.ts";
+import { quietSqliteWarning } from "./store/quiet-sqlite-warning.ts";
 
 const argv = process.argv.slice(2);
 
 if (argv.includes("--help") || argv.includes("-h")) {
   const lines = ["usage: node src/origin/main.ts [--seed[=N]]", "", "environment:"];
-  for (const v of ORIGIN_VARS) lines.push(`  ${v.name.padEnd(28)} default ${v.default}\n      ${v.meaning}`);
+  for (const v of ORIGIN_VAR_DOCS) lines.push(`  ${v.name.padEnd(28)} default ${v.default === "" ? "unset" : v.default}\n      ${v.meaning}`);
   process.stdout.write(`${lines.join("\n")}\n`);
   process.exit(0);
 }
@@ -27,10 +29,10 @@ try {
 }
 for (const warning of configWarnings(config)) process.stderr.write(`origin: warning: ${warning}\n`);
 
-// Before node:sqlite loads (server.ts imports it): keep its ExperimentalWarning out of the output.
+// Before node:sqlite loads (start-origin.ts imports it): keep its ExperimentalWarning out of the output.
 quietSqliteWarning();
 
-const { startOrigin } = await import("./server.ts");
+const { startOrigin } = await import("./start-origin.ts");
 
 let origin: Awaited<ReturnType<typeof startOrigin>>;
 try {
@@ -42,13 +44,14 @@ try {
   } else if (e.code === "EACCES" || e.code === "EADDRNOTAVAIL") {
     process.stderr.write(`origin: cannot listen: ${e.message}. Check HOST / PORT / METRICS_HOST / METRICS_PORT\n`);
   } else {
-    process.stderr.write(`origin: cannot start (DATABASE_URL → ${config.databasePath}): ${e.stack ?? e.message}\n`);
+    const where = config.database.kind === "sqlite" ? config.database.path : config.database.display;
+    process.stderr.write(`origin: cannot start (DATABASE_URL → ${where}): ${e.stack ?? e.message}\n`);
   }
   process.exit(1);
 }
 
 const parts = [
-  `${origin.store.count()} items in ${config.databasePath}${origin.seeded > 0 ? ` (seeded ${origin.seeded} sample items)` : ""}`,
+  `${await origin.store.count()} items in ${origin.store.description}${origin.seeded > 0 ? ` (seeded ${origin.seeded} sample items)` : ""}`,
   config.token === undefined ? "no token check" : "x-origin-token required",
   origin.metricsUrl === undefined ? "metrics on the item port" : `metrics ${origin.metricsUrl}/metrics`,
 ];

@@ -1,6 +1,6 @@
 import { ORIGIN_INVALID, ORIGIN_TIMEOUT, ORIGIN_UNREACHABLE, type EdgeAnswer } from "../edge/http/edge-responses.ts";
 import { stripRequestHeaders } from "../edge/headers/strip.ts";
-import { ORIGIN_TOKEN_HEADER } from "../edge/proxy/fetch-item.ts";
+import { ORIGIN_TOKEN_HEADER } from "../shared/origin-token.ts";
 import { cleanOriginHeaders } from "../edge/proxy/clean-response.ts";
 import { originHeadTooLarge } from "../edge/proxy/origin-head.ts";
 import type { ItemReader } from "../edge/respond.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError } from "../../src/edge/config/config-error.ts";
+import { ConfigError } from "../../src/shared/config/config-error.ts";
 import type { EdgeVars } from "../../src/edge/config/edge-vars.ts";
 import { parseEdgeConfig } from "../../src/edge/config/parse-edge-config.ts";
 import { callEdge, corsHeaderNames, fakeOrigin } from "./support/edge.ts";

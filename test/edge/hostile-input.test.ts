@@ -2,8 +2,8 @@
 // origin that should not (the loopback fake origin records every request). What test/edge/item-proxy.test.ts
 // and preflight.test.ts already cover (the basic bad ids, malformed requested headers) is not repeated.
 import { describe, expect, it } from "vitest";
-import type { ConfigProblem } from "../../src/edge/config/config-error.ts";
-import type { EdgeVars } from "../../src/edge/config/edge-vars.ts";
+import type { ConfigProblem } from "../../src/shared/config/config-error.ts";
+import { withEdgeDefaults, type EdgeVars } from "../../src/edge/config/edge-vars.ts";
 import { parseCors } from "../../src/edge/config/parse-cors.ts";
 import { compileCorsPolicy, type CorsPolicy } from "../../src/edge/cors/cors-policy.ts";
 import { answerPreflight, type HeaderSource } from "../../src/edge/cors/preflight.ts";
@@ -23,7 +23,7 @@ async function edge(vars: EdgeVars, path: string, init?: RequestInit) {
 
 function policyOf(vars: EdgeVars): CorsPolicy {
   const problems: ConfigProblem[] = [];
-  const policy = compileCorsPolicy(parseCors(vars, problems));
+  const policy = compileCorsPolicy(parseCors(withEdgeDefaults(vars), problems));
   expect(problems).toEqual([]);
   return policy;
 }

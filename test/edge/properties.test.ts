@@ -9,8 +9,8 @@
 //     ("compiled lookup == Set + prefix rules"), not repeated here.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { ConfigProblem } from "../../src/edge/config/config-error.ts";
-import type { EdgeVars } from "../../src/edge/config/edge-vars.ts";
+import type { ConfigProblem } from "../../src/shared/config/config-error.ts";
+import { withEdgeDefaults, type EdgeVars } from "../../src/edge/config/edge-vars.ts";
 import { parseCors } from "../../src/edge/config/parse-cors.ts";
 import { compileCorsPolicy, type CorsPolicy } from "../../src/edge/cors/cors-policy.ts";
 import { answerPreflight, type HeaderSource } from "../../src/edge/cors/preflight.ts";
@@ -98,7 +98,7 @@ function varsOf(p: Policy): EdgeVars {
 /** The policy as the worker compiles it; a credentialed wildcard over a public suffix is (rightly) refused. */
 function compile(vars: EdgeVars): CorsPolicy {
   const problems: ConfigProblem[] = [];
-  const policy = compileCorsPolicy(parseCors(vars, problems));
+  const policy = compileCorsPolicy(parseCors(withEdgeDefaults(vars), problems));
   const unexpected = problems.filter((problem) => !problem.message.includes("public suffix"));
   if (unexpected.length > 0) throw new Error(`generated an invalid policy ${JSON.stringify(vars)}: ${JSON.stringify(unexpected)}`);
   fc.pre(problems.length === 0);

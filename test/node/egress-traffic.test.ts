@@ -4,10 +4,13 @@ import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseAccessLog } from "../../bench/egress/access-log.ts";
 import { parseArgs, ArgsError } from "../../bench/egress/args.ts";
-import { generateTraffic, InputError, jsonErrorOffset, loadMix, parseMix } from "../../bench/egress/mix.ts";
+import { InputError } from "../../bench/egress/input-error.ts";
+import { jsonErrorOffset } from "../../bench/egress/json-position.ts";
+import { loadMix, parseMix } from "../../bench/egress/mix.ts";
+import { generateTraffic } from "../../bench/egress/mix-traffic.ts";
 import { Zipf } from "../../bench/lib/random.ts";
 import { countRequests, itemBody, type EdgeRequest } from "../../bench/egress/traffic.ts";
-import { sampleItem } from "../../src/origin/seed.ts";
+import { sampleItem } from "../../src/origin/store/sample-items.ts";
 
 const DEFAULT_MIX = resolve(import.meta.dirname, "../../bench/egress/mix.default.json");
 

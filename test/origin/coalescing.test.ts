@@ -1,11 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { SqliteItemStore, type ItemStore, type StoredItem } from "../../src/origin/store.ts";
+import type { ItemStore, StoredItem } from "../../src/origin/store/item-store.ts";
+import { SqliteItemStore } from "../../src/origin/store/sqlite-store.ts";
 import { deferred, etagFor, get, RawConnection, start, tempDir, withBody, type RawResponse } from "./harness.ts";
 import { join } from "node:path";
 
 /** The real SQLite store, with reads counted and held at a gate the test opens. */
 class GatedStore implements ItemStore {
   readonly inner: SqliteItemStore;
+  readonly description = "gated SQLite";
+  readonly writable = true;
   reads = 0;
   gate = deferred();
   readStarted = deferred();
@@ -31,6 +34,9 @@ class GatedStore implements ItemStore {
   seedIfEmpty(items: Iterable<readonly [string, Uint8Array]>) {
     return this.inner.seedIfEmpty(items);
   }
+  ids() {
+    return this.inner.ids();
+  }
   ping() {
     return this.inner.ping();
   }
@@ -54,7 +60,7 @@ describe("miss coalescing", () => {
   it("N concurrent misses for one id make one store read", async () => {
     const dir = tempDir();
     const store = new GatedStore(join(dir, "items.sqlite"));
-    store.inner.seedIfEmpty([["hot", Buffer.from('{"hot":true}')]]);
+    await store.inner.seedIfEmpty([["hot", Buffer.from('{"hot":true}')]]);
     const N = 25;
     const joined = joins(N - 1);
     const origin = await start({}, { dir, store, loaderHooks: { onJoin: joined.onJoin } });
@@ -92,7 +98,7 @@ describe("miss coalescing", () => {
   it("a write during an in-flight read wins: the older read is not cached", async () => {
     const dir = tempDir();
     const store = new GatedStore(join(dir, "items.sqlite"));
-    store.inner.seedIfEmpty([["k", Buffer.from('{"v":1}')]]);
+    await store.inner.seedIfEmpty([["k", Buffer.from('{"v":1}')]]);
     const origin = await start({}, { dir, store });
     const reader = await RawConnection.open(origin.port);
     const writer = await RawConnection.open(origin.port);
@@ -112,7 +118,7 @@ describe("miss coalescing", () => {
   it("a failing store read answers 500 to every waiter and is retried next time", async () => {
     const dir = tempDir();
     const store = new GatedStore(join(dir, "items.sqlite"));
-    store.inner.seedIfEmpty([["k", Buffer.from("1")]]);
+    await store.inner.seedIfEmpty([["k", Buffer.from("1")]]);
     let fail = true;
     const original = store.get.bind(store);
     store.get = async (id: string) => {

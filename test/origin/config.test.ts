@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, configWarnings, ORIGIN_VARS, parseOriginConfig } from "../../src/origin/config.ts";
+import { ConfigError } from "../../src/shared/config/config-error.ts";
+import { ORIGIN_VAR_DOCS } from "../../src/origin/config/origin-vars.ts";
+import { configWarnings, parseOriginConfig } from "../../src/origin/config/parse-origin-config.ts";
 
 const CWD = "/srv/app";
 const parse = (env: Record<string, string>, argv: string[] = []) => parseOriginConfig(env, argv, CWD);
@@ -7,7 +9,7 @@ function problems(env: Record<string, string>, argv: string[] = []): string[] {
   try {
     parse(env, argv);
   } catch (error) {
-    if (error instanceof ConfigError) return [...error.problems];
+    if (error instanceof ConfigError) return error.problems.map((p) => `${p.variable}: ${p.message}`);
     throw error;
   }
   throw new Error("expected a ConfigError");
@@ -18,7 +20,7 @@ describe("origin configuration", () => {
     expect(parse({})).toEqual({
       host: "127.0.0.1",
       port: 8788,
-      databasePath: "/srv/app/data/items.sqlite",
+      database: { kind: "sqlite", path: "/srv/app/data/items.sqlite" },
       token: undefined,
       maxItemBytes: 65536,
       cacheMaxBytes: 64 * 2 ** 20,
@@ -31,7 +33,7 @@ describe("origin configuration", () => {
       metricsPort: 8789,
       seedItems: 0,
     });
-    const names = ORIGIN_VARS.map((v) => v.name);
+    const names = ORIGIN_VAR_DOCS.map((v) => v.name);
     for (const name of [
       "HOST", "PORT", "DATABASE_URL", "ORIGIN_TOKEN", "MAX_ITEM_BYTES", "CACHE_MAX_BYTES", "CACHE_TTL_SECONDS",
       "ORIGIN_SEND_DATE", "ORIGIN_REASON_PHRASE", "ORIGIN_FAST_PATH", "KEEP_ALIVE_TIMEOUT_SECONDS", "METRICS_HOST", "METRICS_PORT",
@@ -49,7 +51,7 @@ describe("origin configuration", () => {
       CACHE_MAX_BYTES: "1GiB",
       CACHE_TTL_SECONDS: "2.5",
       ORIGIN_SEND_DATE: "true",
-      ORIGIN_REASON_PHRASE: "0",
+      ORIGIN_REASON_PHRASE: "false",
       ORIGIN_FAST_PATH: "false",
       KEEP_ALIVE_TIMEOUT_SECONDS: "1000",
       METRICS_HOST: "10.0.0.1",
@@ -59,7 +61,7 @@ describe("origin configuration", () => {
     expect(c).toMatchObject({
       host: "0.0.0.0",
       port: 9000,
-      databasePath: "/var/lib/origin/items.db",
+      database: { kind: "sqlite", path: "/var/lib/origin/items.db" },
       token: "abcdefghijklmnopqrstuvwxyz",
       maxItemBytes: 131072,
       cacheMaxBytes: 2 ** 30,
@@ -84,35 +86,53 @@ describe("origin configuration", () => {
     ["file:///abs/my%20items.sqlite", "/abs/my items.sqlite"],
     ["file:rel.sqlite", "/srv/app/rel.sqlite"],
   ])("DATABASE_URL=%s → %s", (url, path) => {
-    expect(parse({ DATABASE_URL: url }).databasePath).toBe(path);
+    expect(parse({ DATABASE_URL: url }).database).toEqual({ kind: "sqlite", path });
   });
 
-  it("refuses PostgreSQL clearly, naming the var", () => {
-    for (const url of ["postgres://u:p@db/items", "postgresql://db/items"]) {
+  it("selects PostgreSQL for postgres:// URLs, and never echoes the password", () => {
+    expect(parse({ DATABASE_URL: "postgres://u:secret@db:5432/items" }).database).toEqual({
+      kind: "postgres",
+      url: "postgres://u:secret@db:5432/items",
+      display: "postgres://u:***@db:5432/items",
+    });
+    expect(parse({ DATABASE_URL: "postgresql://db/items" }).database).toMatchObject({ kind: "postgres" });
+    for (const [url, why] of [
+      ["postgres://u:secret@db", /names no database/],
+      ["postgres://u:secret@[/items", /is not a valid URL/],
+      ["postgres:///items?user=u&password=secret", /names no host/],
+    ] as const) {
       const [p] = problems({ DATABASE_URL: url });
-      expect(p).toMatch(/^DATABASE_URL .*PostgreSQL is not supported yet/);
-      expect(p).not.toContain("u:p"); // never echoes credentials
+      expect(p).toMatch(/^DATABASE_URL: /);
+      expect(p).toMatch(why);
+      expect(p).not.toContain("secret");
     }
   });
 
+  it("reads booleans with the same grammar as the worker: true or false, nothing else", () => {
+    for (const raw of ["1", "0", "yes", "TRUE"]) {
+      expect(problems({ ORIGIN_SEND_DATE: raw })[0]).toBe(`ORIGIN_SEND_DATE: "${raw}" is not a boolean; write "true" or "false".`);
+    }
+    expect(parse({ ORIGIN_SEND_DATE: " true " }).sendDate).toBe(true);
+  });
+
   it.each([
-    ["PORT", "http", /^PORT="http" is not a port/],
-    ["PORT", "65536", /^PORT=.*0 to 65535/],
-    ["METRICS_PORT", "-1", /^METRICS_PORT=/],
-    ["DATABASE_URL", "mysql://db/x", /^DATABASE_URL=.*unsupported scheme "mysql:"/],
-    ["DATABASE_URL", "sqlite://dbhost/x.sqlite", /^DATABASE_URL=.*names a host \(dbhost\)/],
-    ["DATABASE_URL", "sqlite:x.sqlite?mode=ro", /^DATABASE_URL=.*URL parameters/],
-    ["DATABASE_URL", ":memory:", /^DATABASE_URL=.*not a file/],
-    ["ORIGIN_TOKEN", "", /^ORIGIN_TOKEN is set but empty/],
-    ["ORIGIN_TOKEN", "has space", /^ORIGIN_TOKEN must be printable ASCII/],
-    ["MAX_ITEM_BYTES", "64 KB", /^MAX_ITEM_BYTES=.*not a size/],
-    ["MAX_ITEM_BYTES", "0", /^MAX_ITEM_BYTES=.*out of range/],
-    ["CACHE_MAX_BYTES", "lots", /^CACHE_MAX_BYTES=.*not a size/],
-    ["CACHE_TTL_SECONDS", "5m", /^CACHE_TTL_SECONDS=.*not a duration/],
-    ["KEEP_ALIVE_TIMEOUT_SECONDS", "0", /^KEEP_ALIVE_TIMEOUT_SECONDS=.*>= 1/],
-    ["ORIGIN_SEND_DATE", "yes", /^ORIGIN_SEND_DATE="yes" is not a boolean: set true or false/],
-    ["ORIGIN_REASON_PHRASE", "maybe", /^ORIGIN_REASON_PHRASE=/],
-    ["SEED_SAMPLE_ITEMS", "many", /^SEED_SAMPLE_ITEMS=.*not a count/],
+    ["PORT", "http", /^PORT: "http" is not a port/],
+    ["PORT", "65536", /^PORT: .*0 to 65535/],
+    ["METRICS_PORT", "-1", /^METRICS_PORT: /],
+    ["DATABASE_URL", "mysql://db/x", /^DATABASE_URL: .*unsupported scheme "mysql:"/],
+    ["DATABASE_URL", "sqlite://dbhost/x.sqlite", /^DATABASE_URL: .*names a host \(dbhost\)/],
+    ["DATABASE_URL", "sqlite:x.sqlite?mode=ro", /^DATABASE_URL: .*URL parameters/],
+    ["DATABASE_URL", ":memory:", /^DATABASE_URL: .*not a file/],
+    ["ORIGIN_TOKEN", "", /^ORIGIN_TOKEN: is set but empty/],
+    ["ORIGIN_TOKEN", "has space", /^ORIGIN_TOKEN: must be printable ASCII/],
+    ["MAX_ITEM_BYTES", "64 KB", /^MAX_ITEM_BYTES: .*not a size/],
+    ["MAX_ITEM_BYTES", "0", /^MAX_ITEM_BYTES: .*out of range/],
+    ["CACHE_MAX_BYTES", "lots", /^CACHE_MAX_BYTES: .*not a size/],
+    ["CACHE_TTL_SECONDS", "5m", /^CACHE_TTL_SECONDS: .*not a duration/],
+    ["KEEP_ALIVE_TIMEOUT_SECONDS", "0", /^KEEP_ALIVE_TIMEOUT_SECONDS: .*from 1 to/],
+    ["ORIGIN_SEND_DATE", "yes", /^ORIGIN_SEND_DATE: "yes" is not a boolean; write "true" or "false"/],
+    ["ORIGIN_REASON_PHRASE", "maybe", /^ORIGIN_REASON_PHRASE: /],
+    ["SEED_SAMPLE_ITEMS", "many", /^SEED_SAMPLE_ITEMS: .*not a whole number of items/],
   ])("%s=%j is refused with a message naming it", (name, raw, message) => {
     const found = problems({ [name]: raw });
     expect(found).toHaveLength(1);
@@ -124,7 +144,7 @@ describe("origin configuration", () => {
   });
 
   it("rejects METRICS_PORT equal to PORT", () => {
-    expect(problems({ PORT: "9000", METRICS_PORT: "9000" })[0]).toMatch(/^METRICS_PORT=9000 is the same as PORT/);
+    expect(problems({ PORT: "9000", METRICS_PORT: "9000" })[0]).toMatch(/^METRICS_PORT: 9000 is the same as PORT/);
   });
 
   it("--seed and --seed=N", () => {

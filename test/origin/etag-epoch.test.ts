@@ -2,7 +2,7 @@ import { copyFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { describe, expect, it } from "vitest";
-import { SqliteItemStore } from "../../src/origin/store.ts";
+import { SqliteItemStore } from "../../src/origin/store/sqlite-store.ts";
 import { epochOf, etagFor, get, once, start, tempDir, withBody } from "./harness.ts";
 
 /** An origin on `dir`'s database whose store session writes with `writeEpoch` (random if omitted). */

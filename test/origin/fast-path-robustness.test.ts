@@ -1,11 +1,11 @@
-// Regression tests for review findings on the fast path (src/origin/fast-path.ts) and the origin's
-// start-up (src/origin/server.ts). No sleeps: every wait is on an event or a completed exchange.
+// Regression tests for review findings on the fast path (src/origin/http/fast/recogniser.ts) and the origin's
+// start-up (src/origin/start-origin.ts). No sleeps: every wait is on an event or a completed exchange.
 import { once as onceEvent } from "node:events";
 import { connect, Server as NetServer, type Socket } from "node:net";
 import { describe, expect, it, vi } from "vitest";
-import { DEFER, newFastRequest, parseFastRequest } from "../../src/origin/fast-path.ts";
-import { sampleItem } from "../../src/origin/seed.ts";
-import { startOrigin } from "../../src/origin/server.ts";
+import { DEFER, newFastRequest, parseFastRequest } from "../../src/origin/http/fast/recogniser.ts";
+import { sampleItem } from "../../src/origin/store/sample-items.ts";
+import { startOrigin } from "../../src/origin/start-origin.ts";
 import { get, once, RawConnection, registerCleanup, start, testConfig, withBody } from "./harness.ts";
 
 /** The server side of the next connection accepted by `origin.server`. */

@@ -3,9 +3,10 @@ import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach } from "vitest";
-import { parseOriginConfig, type OriginConfig } from "../../src/origin/config.ts";
-import { startOrigin, type RunningOrigin, type StartOptions } from "../../src/origin/server.ts";
-import { etagFor } from "../../src/origin/wire.ts";
+import { parseOriginConfig, type OriginConfig } from "../../src/origin/config/parse-origin-config.ts";
+import { startOrigin, type RunningOrigin, type StartOptions } from "../../src/origin/start-origin.ts";
+import { etagFor } from "../../src/origin/store/etag.ts";
+import type { ItemStore } from "../../src/origin/store/item-store.ts";
 
 const cleanups: (() => Promise<void> | void)[] = [];
 
@@ -33,6 +34,23 @@ export async function start(
   const origin = await startOrigin({ config: testConfig(env, dir), log: () => {}, ...rest });
   cleanups.push(() => origin.close());
   return origin;
+}
+
+/** `inner` with some methods replaced (tests gate or count store calls). */
+export function storeWith(inner: ItemStore, overrides: Partial<ItemStore>): ItemStore {
+  return {
+    description: inner.description,
+    writable: inner.writable,
+    get: (id) => inner.get(id),
+    put: (id, body) => inner.put(id, body),
+    delete: (id) => inner.delete(id),
+    count: () => inner.count(),
+    seedIfEmpty: (items) => inner.seedIfEmpty(items),
+    ids: () => inner.ids(),
+    ping: () => inner.ping(),
+    close: () => inner.close(),
+    ...overrides,
+  };
 }
 
 export function registerCleanup(fn: () => Promise<void> | void): void {

@@ -52,10 +52,11 @@ function started(p: Proc): Promise<{ port: number; line: string }> {
 
 describe("node src/origin/main.ts", () => {
   it("refuses an invalid configuration with exit code 2 and says which var to fix", async () => {
-    const p = run({ PORT: "eighty", DATABASE_URL: "postgres://db/items" });
+    const p = run({ PORT: "eighty", DATABASE_URL: "mysql://u:secret@db/items" });
     expect((await p.exited).code).toBe(2);
-    expect(p.stderr()).toContain('PORT="eighty" is not a port');
-    expect(p.stderr()).toContain("DATABASE_URL is a PostgreSQL URL: PostgreSQL is not supported yet");
+    expect(p.stderr()).toContain('PORT: "eighty" is not a port; write a whole number from 0 to 65535.');
+    expect(p.stderr()).toContain('DATABASE_URL: "mysql://u:***@db/items" has an unsupported scheme "mysql:"');
+    expect(p.stderr()).not.toContain("secret");
     expect(p.stdout()).toBe("");
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { TokenCheck } from "../../src/origin/token.ts";
+import { TokenCheck } from "../../src/origin/http/token-check.ts";
 import { epochOf, etagFor, get, once, RawConnection, start, withBody } from "./harness.ts";
 
 const SECRET = "s3cret-token-0123456789abcdef";

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { describe, expect, it } from "vitest";
-import { ENTRY_OVERHEAD_BYTES } from "../../src/origin/wire.ts";
+import { ENTRY_OVERHEAD_BYTES } from "../../src/origin/http/wire.ts";
 import { epochOf, etagFor, get, RawConnection, start, tempDir, withBody } from "./harness.ts";
 
 describe("cache TTL and byte bound", () => {

@@ -1,8 +1,9 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { isJsonContentType } from "../../src/origin/body.ts";
-import { checkAndMinifyJson, minifyJsonBytes } from "../../src/origin/json.ts";
-import { etagFor, ifNoneMatchMatches, randomEpoch } from "../../src/origin/wire.ts";
+import { isJsonContentType } from "../../src/origin/http/body.ts";
+import { checkAndMinifyJson, minifyJsonBytes } from "../../src/origin/http/json.ts";
+import { ifNoneMatchMatches } from "../../src/shared/if-none-match.ts";
+import { etagFor, randomEpoch } from "../../src/origin/store/etag.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();

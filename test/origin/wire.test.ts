@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { sampleItem } from "../../src/origin/seed.ts";
+import { sampleItem } from "../../src/origin/store/sample-items.ts";
 import { epochOf, etagFor, get, notModified, once, RawConnection, start, withBody } from "./harness.ts";
 
 const ITEM_1 = sampleItem(1);
@@ -45,7 +45,7 @@ describe("wire bytes, read from a raw socket", () => {
     expect(method.text).toBe("HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\nAllow: GET, HEAD, PUT, DELETE\r\n\r\n");
 
     const badId = await c.send(get("/items/a.b"));
-    const badIdBody = '{"error":"bad id: use 1-128 characters from A-Z a-z 0-9 _ -"}\n';
+    const badIdBody = '{"error":"bad id: use 1-128 characters of A-Z a-z 0-9 _ -"}\n';
     expect(badId.text).toBe(
       `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${badIdBody.length}\r\n\r\n${badIdBody}`,
     );

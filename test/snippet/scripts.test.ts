@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { ConfigError } from "../../src/edge/config/config-error.ts";
+import { ConfigError } from "../../src/shared/config/config-error.ts";
 import { parseEdgeConfig } from "../../src/edge/config/parse-edge-config.ts";
 import { SNIPPET_LIMIT_BYTES } from "../../scripts/lib/snippet-bundle.ts";
 import { readWranglerVars } from "../../scripts/lib/wrangler-vars.ts";

@@ -5,7 +5,7 @@ import { meterOriginResponse } from "../meter/origin-usage.ts";
 import { cleanOriginHeaders, type ItemAnswer } from "../proxy/clean-response.ts";
 import { fetchItem } from "../proxy/fetch-item.ts";
 import type { ItemReader } from "../respond.ts";
-import { etagMatches } from "./etag.ts";
+import { ifNoneMatchMatches } from "../../shared/if-none-match.ts";
 
 // Stored-copy-only headers, never served: when the entry stops being fresh (ms since the epoch), and the
 // origin's own Cache-Control ("" when it sent none). The Cache API evicts by Cache-Control, so the stored
@@ -147,7 +147,7 @@ function serveStored(
 ): ItemAnswer {
   const originCacheControl = stored.get(ORIGIN_CACHE_CONTROL) ?? "";
   const etag = stored.get("etag");
-  const notModified = clientTag !== null && etag !== null && etagMatches(clientTag, etag);
+  const notModified = clientTag !== null && etag !== null && ifNoneMatchMatches(clientTag, etag);
   if ((notModified || method === "HEAD") && body instanceof ReadableStream) void body.cancel();
   if (notModified) {
     const headers = new Headers();

@@ -1,21 +1,66 @@
-/** The worker's `[vars]` (wrangler.toml) and its one secret. Every value is a string, as wrangler delivers them. */
-export interface EdgeVars {
-  ORIGIN_URL?: string;
-  ORIGIN_TIMEOUT_MS?: string;
-  ORIGIN_TOKEN?: string;
-  CORS_ALLOW_ORIGINS?: string;
-  CORS_ALLOW_METHODS?: string;
-  CORS_ALLOW_HEADERS?: string;
-  CORS_EXPOSE_HEADERS?: string;
-  CORS_ALLOW_CREDENTIALS?: string;
-  CORS_MAX_AGE?: string;
-  CORS_ALLOW_PRIVATE_NETWORK?: string;
-  EDGE_CACHE_TTL?: string;
-}
+// The worker's variables: `[vars]` in wrangler.toml (every value a string, lists comma-separated) and its one
+// secret. This table is the only place their names, defaults and meanings are written: the parsers read
+// `withEdgeDefaults(vars)`, `npm run check` and the Snippet build read the same names, and
+// `npm run gen:docs` writes docs/configuration.md from it.
 
-export const EDGE_DEFAULTS = {
-  ORIGIN_URL: "http://127.0.0.1:8788",
-  ORIGIN_TIMEOUT_MS: "5000",
-  CORS_ALLOW_METHODS: "GET,HEAD",
-  EDGE_CACHE_TTL: "60",
-} as const;
+import { rawValue, type VarDoc } from "../../shared/config/var-table.ts";
+
+export const EDGE_VARS = [
+  {
+    name: "ORIGIN_URL",
+    default: "http://127.0.0.1:8788",
+    meaning: "Base URL of the origin cache service; item reads go to `ORIGIN_URL` + `/items/:id`. http or https, no query or credentials.",
+  },
+  {
+    name: "ORIGIN_TIMEOUT_MS",
+    default: "5000",
+    meaning: "Deadline for the origin's whole answer (body included), in milliseconds; past it the client gets 504.",
+  },
+  {
+    name: "CORS_ALLOW_ORIGINS",
+    default: "",
+    meaning:
+      "Exact origins (`https://app.example.com`), patterns `https://*.example.com` (one or more labels, never the apex), `null`, or `*`. Empty: CORS off.",
+  },
+  {
+    name: "CORS_ALLOW_METHODS",
+    default: "GET,HEAD",
+    meaning: "Methods a preflight may ask for, byte-exact (`PATCH` is not `patch`); `GET`, `HEAD`, `POST` are always allowed, as in Fetch.",
+  },
+  {
+    name: "CORS_ALLOW_HEADERS",
+    default: "",
+    meaning: "Request headers a preflight may ask for (case-insensitive); `*` = any but `authorization`, and a literal name when credentials are on.",
+  },
+  { name: "CORS_EXPOSE_HEADERS", default: "", meaning: "Response headers scripts may read." },
+  { name: "CORS_ALLOW_CREDENTIALS", default: "false", meaning: "`true` lets browsers send cookies and read credentialed answers." },
+  { name: "CORS_MAX_AGE", default: "", meaning: "Seconds a browser may cache a preflight answer (0-86400); empty omits the header." },
+  { name: "CORS_ALLOW_PRIVATE_NETWORK", default: "false", meaning: "`true` answers Private Network Access preflights." },
+  {
+    name: "EDGE_CACHE_TTL",
+    default: "60",
+    meaning:
+      "Seconds an edge-cached item is served without asking the origin (0-86400; 0 revalidates every read). With the origin purging changes (docs/purge.md), set 86400.",
+  },
+  {
+    name: "ORIGIN_TOKEN",
+    default: "",
+    secret: true,
+    meaning:
+      "Sent in `x-origin-token`; the origin refuses requests without it when it has the same secret. `wrangler secret put ORIGIN_TOKEN`; locally in `.dev.vars`.",
+  },
+] as const satisfies readonly VarDoc[];
+
+export type EdgeVarName = (typeof EDGE_VARS)[number]["name"];
+
+/** The worker's vars and secret as wrangler delivers them: strings, any of them missing. */
+export type EdgeVars = { readonly [name in EdgeVarName]?: string };
+
+/** Every var, with the table's default where the deployment left it unset or empty. */
+export type EdgeRawVars = { readonly [name in EdgeVarName]: string };
+
+export function withEdgeDefaults(vars: EdgeVars): EdgeRawVars {
+  const raw = {} as Record<EdgeVarName, string>;
+  for (const doc of EDGE_VARS) raw[doc.name] = rawValue(doc, vars);
+  return raw;
+}

@@ -1,7 +1,7 @@
-import { isToken } from "../http/token.ts";
-import type { ConfigProblem } from "./config-error.ts";
-import type { EdgeVars } from "./edge-vars.ts";
-import { EDGE_DEFAULTS } from "./edge-vars.ts";
+import type { ConfigProblem } from "../../shared/config/config-error.ts";
+import { readBoolean, readList } from "../../shared/config/grammar.ts";
+import { isHttpToken } from "../../shared/http-token.ts";
+import type { EdgeRawVars } from "./edge-vars.ts";
 import { isPublicSuffix, publicSuffixBeneath } from "./public-suffix.ts";
 
 /** `https://*.example.com` compiled: an origin matches when it is `prefix` + one or more DNS labels + `suffix`. */
@@ -41,28 +41,6 @@ const FORBIDDEN_METHODS = new Set(["CONNECT", "TRACE", "TRACK"]);
 const NORMALISED_METHODS = new Set(["DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT"]);
 const DEFAULT_PORTS: Record<string, string> = { "http:": "80", "https:": "443" };
 const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
-
-/** Splits a comma-separated var into trimmed items; empty items (`a,,b`, a trailing comma) are reported. */
-function listItems(variable: string, raw: string | undefined, problems: ConfigProblem[]): string[] {
-  if (raw === undefined || raw.trim() === "") return [];
-  const items = raw.split(",").map((item) => item.trim());
-  if (items.some((item) => item === "")) {
-    problems.push({ variable, message: `"${raw}" has an empty item; remove the stray comma.` });
-  }
-  const seen = new Set<string>();
-  for (const item of items) {
-    if (item !== "" && seen.has(item)) problems.push({ variable, message: `"${item}" is listed twice; list it once.` });
-    seen.add(item);
-  }
-  return items.filter((item) => item !== "");
-}
-
-function parseBoolean(variable: string, raw: string | undefined, problems: ConfigProblem[]): boolean {
-  if (raw === undefined || raw === "" || raw === "false") return false;
-  if (raw === "true") return true;
-  problems.push({ variable, message: `"${raw}" is not a boolean; write "true" or "false".` });
-  return false;
-}
 
 function hostIsValid(host: string): boolean {
   if (host.startsWith("[") && host.endsWith("]")) return /^\[[0-9a-f:.]+\]$/.test(host);
@@ -109,9 +87,9 @@ function originProblem(origin: string): string | undefined {
   return undefined;
 }
 
-function parseOrigins(vars: EdgeVars, credentials: boolean, problems: ConfigProblem[]) {
+function parseOrigins(vars: EdgeRawVars, credentials: boolean, problems: ConfigProblem[]) {
   const variable = "CORS_ALLOW_ORIGINS";
-  const items = listItems(variable, vars.CORS_ALLOW_ORIGINS, problems);
+  const items = readList(variable, vars.CORS_ALLOW_ORIGINS, problems);
   const exactOrigins: string[] = [];
   const originPatterns: OriginPattern[] = [];
   let anyOrigin = false;
@@ -174,9 +152,9 @@ function parseOrigins(vars: EdgeVars, credentials: boolean, problems: ConfigProb
   return { anyOrigin, exactOrigins, originPatterns };
 }
 
-function parseMethods(vars: EdgeVars, credentials: boolean, problems: ConfigProblem[]) {
+function parseMethods(vars: EdgeRawVars, credentials: boolean, problems: ConfigProblem[]) {
   const variable = "CORS_ALLOW_METHODS";
-  const items = listItems(variable, vars.CORS_ALLOW_METHODS || EDGE_DEFAULTS.CORS_ALLOW_METHODS, problems);
+  const items = readList(variable, vars.CORS_ALLOW_METHODS, problems);
   let anyMethod = false;
   const methods: string[] = [];
   for (const item of items) {
@@ -192,7 +170,7 @@ function parseMethods(vars: EdgeVars, credentials: boolean, problems: ConfigProb
       anyMethod = true;
       continue;
     }
-    if (!isToken(item)) {
+    if (!isHttpToken(item)) {
       problems.push({ variable, message: `"${item}" is not a valid method name (an HTTP token).` });
     } else if (FORBIDDEN_METHODS.has(item.toUpperCase())) {
       problems.push({ variable, message: `"${item}" is a forbidden method: browsers never send it cross-origin; remove it.` });
@@ -210,16 +188,16 @@ function parseMethods(vars: EdgeVars, credentials: boolean, problems: ConfigProb
 
 function parseHeaderNames(variable: string, raw: string | undefined, problems: ConfigProblem[]): string[] {
   const names: string[] = [];
-  for (const item of listItems(variable, raw, problems)) {
-    if (item === "*" || isToken(item)) names.push(item.toLowerCase());
+  for (const item of readList(variable, raw, problems)) {
+    if (item === "*" || isHttpToken(item)) names.push(item.toLowerCase());
     else problems.push({ variable, message: `"${item}" is not a valid header name (an HTTP token).` });
   }
   return names;
 }
 
-function parseMaxAge(raw: string | undefined, problems: ConfigProblem[]): string {
+function parseMaxAge(raw: string, problems: ConfigProblem[]): string {
   const variable = "CORS_MAX_AGE";
-  if (raw === undefined || raw === "") return "";
+  if (raw.trim() === "") return "";
   if (!/^\d+$/.test(raw)) {
     problems.push({ variable, message: `"${raw}" is not a whole number of seconds; write e.g. "7200", or leave it empty to omit the header.` });
     return "";
@@ -232,9 +210,9 @@ function parseMaxAge(raw: string | undefined, problems: ConfigProblem[]): string
 }
 
 /** Validates the CORS_* vars; every problem found is appended to `problems`. */
-export function parseCors(vars: EdgeVars, problems: ConfigProblem[]): CorsSpec {
-  const credentials = parseBoolean("CORS_ALLOW_CREDENTIALS", vars.CORS_ALLOW_CREDENTIALS, problems);
-  const privateNetwork = parseBoolean("CORS_ALLOW_PRIVATE_NETWORK", vars.CORS_ALLOW_PRIVATE_NETWORK, problems);
+export function parseCors(vars: EdgeRawVars, problems: ConfigProblem[]): CorsSpec {
+  const credentials = readBoolean("CORS_ALLOW_CREDENTIALS", vars.CORS_ALLOW_CREDENTIALS, problems);
+  const privateNetwork = readBoolean("CORS_ALLOW_PRIVATE_NETWORK", vars.CORS_ALLOW_PRIVATE_NETWORK, problems);
   const origins = parseOrigins(vars, credentials, problems);
   const methods = parseMethods(vars, credentials, problems);
 

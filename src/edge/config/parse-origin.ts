@@ -1,6 +1,6 @@
-import type { ConfigProblem } from "./config-error.ts";
-import type { EdgeVars } from "./edge-vars.ts";
-import { EDGE_DEFAULTS } from "./edge-vars.ts";
+import type { ConfigProblem } from "../../shared/config/config-error.ts";
+import { readWholeNumber } from "../../shared/config/grammar.ts";
+import type { EdgeRawVars } from "./edge-vars.ts";
 
 export interface OriginSpec {
   /** Base URL without a trailing slash; the item path is appended to it. */
@@ -10,8 +10,8 @@ export interface OriginSpec {
   token: string;
 }
 
-export function parseOrigin(vars: EdgeVars, problems: ConfigProblem[]): OriginSpec {
-  const rawUrl = vars.ORIGIN_URL || EDGE_DEFAULTS.ORIGIN_URL;
+export function parseOrigin(vars: EdgeRawVars, problems: ConfigProblem[]): OriginSpec {
+  const rawUrl = vars.ORIGIN_URL;
   let url = rawUrl;
   let parsed: URL | undefined;
   try {
@@ -27,11 +27,11 @@ export function parseOrigin(vars: EdgeVars, problems: ConfigProblem[]): OriginSp
     }
     url = `${parsed.origin}${parsed.pathname.replace(/\/+$/, "")}`;
   }
-
-  const rawTimeout = vars.ORIGIN_TIMEOUT_MS || EDGE_DEFAULTS.ORIGIN_TIMEOUT_MS;
-  const timeoutMs = Number(rawTimeout);
-  if (!/^\d+$/.test(rawTimeout) || timeoutMs < 1) {
-    problems.push({ variable: "ORIGIN_TIMEOUT_MS", message: `"${rawTimeout}" is not a positive whole number of milliseconds; write e.g. "5000".` });
-  }
-  return { url, timeoutMs, token: vars.ORIGIN_TOKEN ?? "" };
+  const timeoutMs = readWholeNumber(
+    "ORIGIN_TIMEOUT_MS",
+    vars.ORIGIN_TIMEOUT_MS,
+    { min: 1, max: 3_600_000, unit: "milliseconds", example: "5000" },
+    problems,
+  );
+  return { url, timeoutMs, token: vars.ORIGIN_TOKEN };
 }

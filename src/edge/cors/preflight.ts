@@ -1,4 +1,4 @@
-import { isToken } from "../http/token.ts";
+import { isHttpToken } from "../../shared/http-token.ts";
 import type { CorsPolicy } from "./cors-policy.ts";
 
 /** Read access to request headers; a `Headers` fits, and so does any plain lookup in tests and benchmarks. */
@@ -45,7 +45,7 @@ export function answerPreflight(
 ): PreflightAnswer {
   if (policy.off || !policy.allowsOrigin(origin)) return { allowed: false, reason: `origin ${origin} is not allowed` };
 
-  if (!isToken(method)) return { allowed: false, reason: "the requested method is not a token" };
+  if (!isHttpToken(method)) return { allowed: false, reason: "the requested method is not a token" };
   // A safelisted method needs no permission in Fetch: refusing it would only break requests that carry a
   // custom header, while the same request without one succeeds.
   if (!SAFELISTED_METHODS.has(method) && !policy.anyMethod && !policy.methods.has(method)) {
@@ -79,7 +79,7 @@ function allowedRequestHeaders(policy: CorsPolicy, requested: string | null): st
   const names = new Set<string>();
   for (const item of requested.split(",")) {
     const name = item.trim().toLowerCase();
-    if (!isToken(name)) return undefined;
+    if (!isHttpToken(name)) return undefined;
     if (!policy.headers.has(name) && !(policy.anyHeader && name !== "authorization")) return undefined;
     names.add(name);
   }

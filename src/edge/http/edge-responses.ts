@@ -1,5 +1,7 @@
 // Responses the edge makes itself. Bodies are bytes, not strings, so the runtime adds no
 // `Content-Type: text/plain;charset=UTF-8` (40 bytes nobody reads); each says what was wrong in one line.
+import { ITEM_ID_RULE } from "../../shared/item-id.ts";
+
 const encoder = new TextEncoder();
 
 export interface EdgeAnswer {
@@ -12,7 +14,7 @@ function answer(status: number, text: string, headers?: ReadonlyArray<readonly [
   return headers ? { status, body: encoder.encode(text), headers } : { status, body: encoder.encode(text) };
 }
 
-export const BAD_ITEM_ID = answer(400, "bad item id: use 1-128 characters of A-Z a-z 0-9 _ -\n");
+export const BAD_ITEM_ID = answer(400, `bad item id: use ${ITEM_ID_RULE}\n`);
 export const NOT_FOUND = answer(404, "not found\n");
 export const METHOD_NOT_ALLOWED = answer(405, "method not allowed: use GET or HEAD\n", [["Allow", "GET, HEAD"]]);
 export const PREFLIGHT_REFUSED: EdgeAnswer = { status: 403, body: null };

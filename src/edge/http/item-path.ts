@@ -1,7 +1,6 @@
-export type ItemPath = { kind: "item"; id: string } | { kind: "bad-id" } | { kind: "other" };
+import { isItemId, ITEMS_PREFIX } from "../../shared/item-id.ts";
 
-const ITEM_ID = /^[A-Za-z0-9_-]{1,128}$/;
-const ITEMS_PREFIX = "/items/";
+export type ItemPath = { kind: "item"; id: string } | { kind: "bad-id" } | { kind: "other" };
 
 /**
  * Reads the raw (still percent-encoded) path: an id is 1-128 of `A-Z a-z 0-9 _ -`, so an encoded slash,
@@ -10,7 +9,7 @@ const ITEMS_PREFIX = "/items/";
 export function parseItemPath(path: string): ItemPath {
   if (!path.startsWith(ITEMS_PREFIX)) return { kind: "other" };
   const id = path.slice(ITEMS_PREFIX.length);
-  return ITEM_ID.test(id) ? { kind: "item", id } : { kind: "bad-id" };
+  return isItemId(id) ? { kind: "item", id } : { kind: "bad-id" };
 }
 
 /** The path of an absolute URL without parsing the whole URL (this runs on every request). */

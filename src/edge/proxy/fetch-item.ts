@@ -1,9 +1,8 @@
 import type { OriginSpec } from "../config/parse-origin.ts";
 import { ORIGIN_INVALID, ORIGIN_TIMEOUT, ORIGIN_UNREACHABLE, type EdgeAnswer } from "../http/edge-responses.ts";
 import { stripRequestHeaders } from "../headers/strip.ts";
+import { ORIGIN_TOKEN_HEADER } from "../../shared/origin-token.ts";
 import { originHeadTooLarge } from "./origin-head.ts";
-
-export const ORIGIN_TOKEN_HEADER = "x-origin-token";
 
 const CONDITIONAL_HEADERS = ["if-none-match", "if-modified-since", "if-match", "if-unmodified-since", "if-range", "range"];
 

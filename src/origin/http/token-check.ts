@@ -1,6 +1,6 @@
-import { timingSafeEqual } from "node:crypto";
+// Whether a request carries the shared secret (ORIGIN_TOKEN) the edge sends in x-origin-token.
 
-export const ORIGIN_TOKEN_HEADER = "x-origin-token";
+import { timingSafeEqual } from "node:crypto";
 
 /**
  * Checks `x-origin-token` against ORIGIN_TOKEN in constant time, on every request.

@@ -1,4 +1,4 @@
-import { ORIGIN_TOKEN_HEADER } from "./token.ts";
+import { ORIGIN_TOKEN_HEADER } from "../../shared/origin-token.ts";
 
 /**
  * The request's token and If-None-Match values read straight from `rawHeaders` (one pass, no header

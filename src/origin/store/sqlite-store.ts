@@ -2,48 +2,19 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { Worker } from "node:worker_threads";
-import type { WriteReply, WriteRequest } from "./store-writer.ts";
-import { EPOCH, randomEpoch } from "./wire.ts";
-
-/** Which write produced an item's current content: the ETag source (see `etagFor` in wire.ts). */
-export interface ItemVersion {
-  /** The write epoch of the store session that wrote it: 2 random characters (see SqliteItemStore). */
-  epoch: string;
-  /** Per-item counter, never reused for an id within one database history (deletes included). */
-  version: number;
-}
-
-/** One live item as stored: its minified JSON bytes and what the ETag is made of. */
-export interface StoredItem extends ItemVersion {
-  body: Uint8Array;
-}
-
-/**
- * The store behind the cache. Async on purpose: a networked store (PostgreSQL, planned) is, and the
- * coalescing loader in front of it must not depend on a read finishing synchronously.
- *
- * Versions are per item and never reused: a delete keeps a tombstone holding the version, so a later PUT
- * of the same id continues the count and an old ETag can never match new content.
- */
-export interface ItemStore {
-  get(id: string): Promise<StoredItem | undefined>;
-  /** Durable (committed and synced) when the promise resolves; returns the new epoch and version. */
-  put(id: string, body: Uint8Array): Promise<ItemVersion>;
-  /** Durable when the promise resolves; true if a live item was deleted. */
-  delete(id: string): Promise<boolean>;
-  count(): number;
-  /** Inserts items only if the store holds none; returns how many were inserted. */
-  seedIfEmpty(items: Iterable<readonly [string, Uint8Array]>): number;
-  /** Cheap liveness probe for /healthz. */
-  ping(): boolean;
-  /** Waits for writes in flight, then closes. */
-  close(): Promise<void>;
-}
+import { EPOCH, etagFor, randomEpoch } from "./etag.ts";
+import type { ItemStore, StoredItem } from "./item-store.ts";
+import type { WriteReply, WriteRequest } from "./sqlite-writer.ts";
 
 /** 1: items (id, version, body). 2: + epoch (a version 1 file is upgraded in place when opened). */
 const SCHEMA_VERSION = 2;
+/** Ids handed out per batch by `ids()`. */
+const ID_BATCH = 10_000;
 
 /**
+ * Versions are per item and never reused: a delete keeps a tombstone holding the version, so a later PUT
+ * of the same id continues the count and an old ETag can never match new content.
+ *
  * Embedded SQLite (node:sqlite), WAL journal with `synchronous = FULL`: every commit is fsynced before
  * `put`/`delete` resolve, so the 204 that follows is a durable promise.
  *
@@ -58,13 +29,16 @@ const SCHEMA_VERSION = 2;
  * drawn when it is upgraded (the column default), as do rows inserted by other tools.
  *
  * Reads are primary-key lookups on a WITHOUT ROWID table (a few microseconds) on the calling thread.
- * Writes go to a worker thread with its own connection (store-writer.ts), so an fsync never blocks the
+ * Writes go to a worker thread with its own connection (sqlite-writer.ts), so an fsync never blocks the
  * event loop that serves reads, and writes that queue up while one commits share the next commit.
  */
 export class SqliteItemStore implements ItemStore {
+  readonly writable = true;
+  readonly description: string;
   readonly #db: DatabaseSync;
   readonly #get: StatementSync;
   readonly #count: StatementSync;
+  readonly #ids: StatementSync;
   readonly #ping: StatementSync;
   readonly #insertSeed: StatementSync;
   readonly #writer: Worker;
@@ -78,6 +52,7 @@ export class SqliteItemStore implements ItemStore {
 
   /** `writeEpoch`: instead of a random one (tests run two instances that must answer byte for byte alike). */
   constructor(path: string, options: { writeEpoch?: string } = {}) {
+    this.description = path;
     this.#epoch = options.writeEpoch ?? randomEpoch();
     if (!EPOCH.test(this.#epoch)) throw new RangeError(`bad write epoch ${JSON.stringify(this.#epoch)}`);
     mkdirSync(dirname(path), { recursive: true });
@@ -120,10 +95,11 @@ export class SqliteItemStore implements ItemStore {
     }
     this.#get = this.#db.prepare("SELECT version, epoch, body FROM items WHERE id = ? AND body IS NOT NULL");
     this.#count = this.#db.prepare("SELECT count(*) AS n FROM items WHERE body IS NOT NULL");
+    this.#ids = this.#db.prepare("SELECT id FROM items WHERE body IS NOT NULL");
     this.#ping = this.#db.prepare("SELECT 1 AS ok");
     this.#insertSeed = this.#db.prepare("INSERT OR IGNORE INTO items (id, version, epoch, body) VALUES (?, 1, ?, ?)");
 
-    this.#writer = new Worker(new URL("./store-writer.ts", import.meta.url), { workerData: { path, epoch: this.#epoch } });
+    this.#writer = new Worker(new URL("./sqlite-writer.ts", import.meta.url), { workerData: { path, epoch: this.#epoch } });
     this.#writer.on("message", (reply: WriteReply) => {
       const waiter = this.#waiting.get(reply.seq);
       if (waiter === undefined) return;
@@ -148,13 +124,13 @@ export class SqliteItemStore implements ItemStore {
   }
 
   get(id: string): Promise<StoredItem | undefined> {
-    const row = this.#get.get(id) as StoredItem | undefined;
-    return Promise.resolve(row);
+    const row = this.#get.get(id) as { version: number; epoch: string; body: Uint8Array } | undefined;
+    return Promise.resolve(row === undefined ? undefined : { etag: etagFor(row.epoch, row.version), body: row.body });
   }
 
-  async put(id: string, body: Uint8Array): Promise<ItemVersion> {
+  async put(id: string, body: Uint8Array): Promise<string> {
     const version = (await this.#send({ seq: ++this.#seq, op: "put", id, body })) as number;
-    return { epoch: this.#epoch, version };
+    return etagFor(this.#epoch, version);
   }
 
   delete(id: string): Promise<boolean> {
@@ -170,11 +146,27 @@ export class SqliteItemStore implements ItemStore {
     });
   }
 
-  count(): number {
-    return (this.#count.get() as { n: number }).n;
+  count(): Promise<number> {
+    return Promise.resolve((this.#count.get() as { n: number }).n);
   }
 
-  seedIfEmpty(items: Iterable<readonly [string, Uint8Array]>): number {
+  async *ids(): AsyncIterable<readonly string[]> {
+    let batch: string[] = [];
+    for (const row of this.#ids.iterate() as Iterable<{ id: string }>) {
+      batch.push(row.id);
+      if (batch.length === ID_BATCH) {
+        yield batch;
+        batch = [];
+      }
+    }
+    if (batch.length > 0) yield batch;
+  }
+
+  seedIfEmpty(items: Iterable<readonly [string, Uint8Array]>): Promise<number> {
+    return Promise.resolve(this.#seedIfEmpty(items));
+  }
+
+  #seedIfEmpty(items: Iterable<readonly [string, Uint8Array]>): number {
     this.#db.exec("BEGIN IMMEDIATE");
     try {
       const any = this.#db.prepare("SELECT 1 FROM items LIMIT 1").get();
@@ -190,12 +182,12 @@ export class SqliteItemStore implements ItemStore {
     }
   }
 
-  ping(): boolean {
-    if (!this.#open || this.#writerError !== undefined) return false;
+  ping(): Promise<boolean> {
+    if (!this.#open || this.#writerError !== undefined) return Promise.resolve(false);
     try {
-      return this.#ping.get() !== undefined;
+      return Promise.resolve(this.#ping.get() !== undefined);
     } catch {
-      return false;
+      return Promise.resolve(false);
     }
   }
 

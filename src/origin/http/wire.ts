@@ -1,4 +1,3 @@
-import { randomInt } from "node:crypto";
 import { STATUS_CODES, type ServerResponse } from "node:http";
 
 /**
@@ -92,84 +91,6 @@ export function entryBytes(key: string, entry: ReadyEntry): number {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// ETags: the write epoch of the store session that wrote the item (2 random characters, see store.ts),
-// then its per-item version in base 64, digits first: epoch "Xa", version 1 → "Xa1", 64 → "Xa10".
-// The epoch tells content written after a lost, recreated or restored database from what an older copy
-// served under the same version (equal by chance with p = 1/4096). Versions 1-63 give a 5-character ETag
-// (304 = 42 bytes), up to 4095 a 6-character one (43 bytes).
-
-const DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_";
-
-export const EPOCH = /^[0-9A-Za-z_-]{2}$/;
-
-/** 2 random base64url characters: 12 bits, so two independent epochs are equal with p = 1/4096. */
-export function randomEpoch(): string {
-  const n = randomInt(4096);
-  return DIGITS[n >> 6]! + DIGITS[n & 63]!;
-}
-
-export function etagFor(epoch: string, version: number): string {
-  if (!Number.isSafeInteger(version) || version < 0) throw new RangeError(`bad version ${version}`);
-  // Fixed length, so epoch + version reads back one way only; the alphabet keeps the tag a valid etagc run.
-  if (!EPOCH.test(epoch)) throw new RangeError(`bad epoch ${JSON.stringify(epoch)}`);
-  let digits = "";
-  do {
-    digits = DIGITS[version % 64]! + digits;
-    version = Math.floor(version / 64);
-  } while (version > 0);
-  return `"${epoch}${digits}"`;
-}
-
-/**
- * RFC 9110 §13.1.2 If-None-Match with the weak comparison function: `*` matches any current
- * representation; otherwise a comma-separated list of entity-tags, each optionally `W/`-prefixed,
- * matches when one has the same opaque-tag as `etag`. A malformed header matches nothing, even if it
- * contains our tag (the full response is always a safe answer). `etag` is our strong tag with quotes.
- */
-export function ifNoneMatchMatches(header: string, etag: string): boolean {
-  if (header === etag) return true; // the edge's usual case: exactly what we sent
-  const n = header.length;
-  let i = 0;
-  let sawTag = false;
-  let matched = false;
-  for (;;) {
-    while (i < n && isListSpace(header.charCodeAt(i))) i++;
-    if (i >= n) return matched;
-    if (header.charCodeAt(i) === 0x2a /* * */) {
-      // `*` only stands alone.
-      let j = i + 1;
-      while (j < n && isOws(header.charCodeAt(j))) j++;
-      return !sawTag && j === n;
-    }
-    let start = i;
-    if (header.charCodeAt(i) === 0x57 /* W */ && header.charCodeAt(i + 1) === 0x2f /* / */) start = i + 2;
-    if (header.charCodeAt(start) !== 0x22) return false;
-    let end = start + 1;
-    while (end < n && header.charCodeAt(end) !== 0x22) {
-      if (!isEtagc(header.charCodeAt(end))) return false;
-      end++;
-    }
-    if (end >= n) return false;
-    if (end + 1 - start === etag.length && header.startsWith(etag, start)) matched = true;
-    sawTag = true;
-    i = end + 1;
-    while (i < n && isOws(header.charCodeAt(i))) i++;
-    if (i < n && header.charCodeAt(i) !== 0x2c) return false;
-  }
-}
-
-function isOws(c: number): boolean {
-  return c === 0x20 || c === 0x09;
-}
-function isListSpace(c: number): boolean {
-  return c === 0x20 || c === 0x09 || c === 0x2c;
-}
-/** etagc = %x21 / %x23-7E / obs-text */
-function isEtagc(c: number): boolean {
-  return c === 0x21 || (c >= 0x23 && c <= 0x7e) || (c >= 0x80 && c <= 0xff);
-}
-
-// ---------------------------------------------------------------------------------------------------
 
 export interface WireOptions {
   sendDate: boolean;
@@ -247,9 +168,8 @@ export class Wire {
   }
 
   /** The ready-to-send entry for one stored item: every byte of its 200, HEAD and 304 answers. */
-  entry(item: { epoch: string; version: number; body: Uint8Array }): ItemEntry {
-    const { body } = item;
-    const etag = etagFor(item.epoch, item.version);
+  entry(item: { etag: string; body: Uint8Array }): ItemEntry {
+    const { body, etag } = item;
     const head = this.encodeHead(200, ["ETag", etag, "Content-Length", String(body.byteLength)]);
     const r200 = wireBytes(head, body);
     let r304 = this.#r304.get(etag);
@@ -288,8 +208,9 @@ export class Wire {
    * A small JSON error for internal callers (writes, auth failures). `close` ends the connection after
    * the answer (used when an unread request body would otherwise have to be drained).
    */
-  error(res: ServerResponse, status: number, message: string, close = false): void {
+  error(res: ServerResponse, status: number, message: string, close = false, extra?: readonly string[]): void {
     const { headers, body } = errorParts(message);
+    if (extra !== undefined) headers.push(...extra);
     if (close) headers.push("Connection", "close");
     if (res.req.method === "HEAD") {
       this.head(res, status, headers);

@@ -1,0 +1,157 @@
+// The origin's environment variables: the only place their names, defaults, meanings and grammar are
+// written. `parseOriginConfig` reads every one through this table, `node src/origin/main.ts --help` prints
+// it, and `npm run gen:docs` writes the configuration reference in docs/ from it. A default is written the
+// way a user would write the value, and parsed by the same reader, so the two cannot drift apart.
+
+import type { ConfigProblem } from "../../shared/config/config-error.ts";
+import { readBoolean, readBytes, readSeconds, readWholeNumber } from "../../shared/config/grammar.ts";
+import type { VarDoc } from "../../shared/config/var-table.ts";
+import { DEFAULT_DATABASE_URL, parseDatabaseUrl, type DatabaseSpec } from "./database-url.ts";
+
+export interface ReadContext {
+  readonly problems: ConfigProblem[];
+  /** Relative SQLite paths resolve against it. */
+  readonly cwd: string;
+  /** The variable was present in the environment (even if empty). */
+  readonly present: boolean;
+}
+
+export interface OriginVar<T> extends VarDoc {
+  read(raw: string, context: ReadContext): T;
+}
+
+const v = <T>(doc: VarDoc, read: (raw: string, context: ReadContext) => T): OriginVar<T> => ({ ...doc, read });
+
+export const DEFAULT_SEED_ITEMS = 1000;
+
+export const ORIGIN_VARS = {
+  HOST: v({ name: "HOST", default: "127.0.0.1", meaning: "Interface the item listener binds to." }, (raw) => raw.trim()),
+  PORT: v({ name: "PORT", default: "8788", meaning: "Item listener port (0 = any free port)." }, (raw, c) => readPort("PORT", raw, c)),
+  DATABASE_URL: v(
+    {
+      name: "DATABASE_URL",
+      default: DEFAULT_DATABASE_URL,
+      meaning:
+        "Where items are kept. A SQLite file (a plain path, `sqlite:PATH`, `sqlite:///ABS/PATH` or a `file:` URL; relative paths resolve against the working directory; the directory is created), or `postgres://user:password@host:5432/database` for PostgreSQL (several instances, or your own table: docs/origin.md).",
+    },
+    (raw, c): DatabaseSpec => parseDatabaseUrl(raw.trim(), c.cwd, c.problems),
+  ),
+  ORIGIN_TOKEN: v(
+    {
+      name: "ORIGIN_TOKEN",
+      default: "",
+      secret: true,
+      meaning:
+        "Shared secret; when set, every request on PORT without the same `x-origin-token` header gets 401 (constant-time compare). The same value as the worker's `ORIGIN_TOKEN` secret. Unset: no check.",
+    },
+    (raw, c) => readToken(raw, c),
+  ),
+  MAX_ITEM_BYTES: v(
+    { name: "MAX_ITEM_BYTES", default: "64KiB", meaning: "Largest PUT body accepted; a larger one gets 413." },
+    (raw, c) => readBytes("MAX_ITEM_BYTES", raw, { min: 1, max: 64 * 2 ** 20, example: "64KiB" }, c.problems),
+  ),
+  CACHE_MAX_BYTES: v(
+    {
+      name: "CACHE_MAX_BYTES",
+      default: "64MiB",
+      meaning: "What the in-process cache of ready-to-send answers may hold in memory, everything it allocates counted.",
+    },
+    (raw, c) => readBytes("CACHE_MAX_BYTES", raw, { min: 0, max: 2 ** 40, example: "256MiB" }, c.problems),
+  ),
+  CACHE_TTL_SECONDS: v(
+    {
+      name: "CACHE_TTL_SECONDS",
+      default: "300",
+      meaning:
+        "How long a cached entry may be served before the store is read again; bounds staleness from writers other than this instance (0 = no TTL). Writes through this instance are visible at once regardless.",
+    },
+    (raw, c) => readSeconds("CACHE_TTL_SECONDS", raw, { min: 0, max: 10 * 365 * 86400, example: "300" }, c.problems),
+  ),
+  ORIGIN_SEND_DATE: v(
+    {
+      name: "ORIGIN_SEND_DATE",
+      default: "false",
+      meaning: "`true` adds `Date` to every response (RFC 9110 §6.6.1): set it when an HTTP cache stores origin responses directly.",
+    },
+    (raw, c) => readBoolean("ORIGIN_SEND_DATE", raw, c.problems),
+  ),
+  ORIGIN_REASON_PHRASE: v(
+    {
+      name: "ORIGIN_REASON_PHRASE",
+      default: "true",
+      meaning: "`false` sends empty reason phrases (`HTTP/1.1 304 \\r\\n`): 12 fewer bytes per 304, 2 per 200.",
+    },
+    (raw, c) => readBoolean("ORIGIN_REASON_PHRASE", raw, c.problems),
+  ),
+  ORIGIN_FAST_PATH: v(
+    {
+      name: "ORIGIN_FAST_PATH",
+      default: "true",
+      meaning:
+        "`false` serves every request through node:http. The fast path answers simple `GET`/`HEAD /items/:id` from pre-encoded bytes (the same bytes, about 1.4× the throughput) and hands anything else to node:http; it is off while ORIGIN_SEND_DATE=true.",
+    },
+    (raw, c) => readBoolean("ORIGIN_FAST_PATH", raw, c.problems),
+  ),
+  KEEP_ALIVE_TIMEOUT_SECONDS: v(
+    {
+      name: "KEEP_ALIVE_TIMEOUT_SECONDS",
+      default: "910",
+      meaning: "Idle keep-alive timeout; keep it above Cloudflare's 900 s connection reuse window.",
+    },
+    (raw, c) => readSeconds("KEEP_ALIVE_TIMEOUT_SECONDS", raw, { min: 1, max: 86400, example: "910" }, c.problems),
+  ),
+  METRICS_HOST: v({ name: "METRICS_HOST", default: "127.0.0.1", meaning: "Interface of the metrics listener." }, (raw) => raw.trim()),
+  METRICS_PORT: v(
+    {
+      name: "METRICS_PORT",
+      default: "8789",
+      meaning:
+        "Separate listener for `GET /metrics` and `GET /healthz`, never token-checked (keep it private); `off` disables it (both paths stay on PORT, behind the token).",
+    },
+    (raw, c) => (raw.trim() === "off" ? undefined : readPort("METRICS_PORT", raw, c)),
+  ),
+  SEED_SAMPLE_ITEMS: v(
+    {
+      name: "SEED_SAMPLE_ITEMS",
+      default: "0",
+      meaning: `Insert this many sample items when the store is empty (first run); \`--seed\` on the command line means ${DEFAULT_SEED_ITEMS}, \`--seed=N\` means N. Never touches a store that has items.`,
+    },
+    (raw, c) => readWholeNumber("SEED_SAMPLE_ITEMS", raw, { min: 0, max: 100_000_000, unit: "items", example: "1000" }, c.problems),
+  ),
+} as const;
+
+export type OriginVarName = keyof typeof ORIGIN_VARS;
+export type OriginValues = { -readonly [K in OriginVarName]: ReturnType<(typeof ORIGIN_VARS)[K]["read"]> };
+
+/** The table as plain documentation rows, in order. */
+export const ORIGIN_VAR_DOCS: readonly VarDoc[] = Object.values(ORIGIN_VARS).map(({ name, default: d, meaning, ...rest }) => ({
+  name,
+  default: d,
+  meaning,
+  ...("secret" in rest ? { secret: true } : {}),
+}));
+
+function readPort(variable: string, raw: string, c: ReadContext): number {
+  const value = raw.trim();
+  if (/^\d{1,5}$/.test(value) && Number(value) <= 65535) return Number(value);
+  c.problems.push({ variable, message: `"${raw}" is not a port; write a whole number from 0 to 65535.` });
+  return 0;
+}
+
+function readToken(raw: string, c: ReadContext): string | undefined {
+  if (raw === "") {
+    // Set to nothing: a secret store that lost the value must not silently turn the check off.
+    if (c.present) {
+      c.problems.push({ variable: "ORIGIN_TOKEN", message: "is set but empty: unset it to run without a token check, or set it to the worker's secret." });
+    }
+    return undefined;
+  }
+  if (!/^[\x21-\x7e]+$/.test(raw)) {
+    c.problems.push({
+      variable: "ORIGIN_TOKEN",
+      message: "must be printable ASCII without spaces (it travels as an HTTP header value): generate one with `openssl rand -base64 32`.",
+    });
+    return undefined;
+  }
+  return raw;
+}

@@ -1,0 +1,90 @@
+// The origin's configuration, read once from the environment (and `--seed` on the command line) through
+// the variable table (origin-vars.ts). An invalid value is never "fixed": every problem is collected into
+// one ConfigError naming the variable and the fix, and main.ts exits non-zero.
+
+import { ConfigError, type ConfigProblem } from "../../shared/config/config-error.ts";
+import { readWholeNumber } from "../../shared/config/grammar.ts";
+import { rawValue } from "../../shared/config/var-table.ts";
+import type { DatabaseSpec } from "./database-url.ts";
+import { DEFAULT_SEED_ITEMS, ORIGIN_VARS, type OriginValues, type OriginVarName } from "./origin-vars.ts";
+
+export interface OriginConfig {
+  host: string;
+  port: number;
+  database: DatabaseSpec;
+  /** Shared secret expected in `x-origin-token`; undefined = no check. */
+  token: string | undefined;
+  maxItemBytes: number;
+  cacheMaxBytes: number;
+  /** 0 = entries never expire (writes on this instance still replace them). */
+  cacheTtlMs: number;
+  sendDate: boolean;
+  reasonPhrase: boolean;
+  /** Serve simple GET/HEAD item reads on the fast path (see http/fast/). */
+  fastPath: boolean;
+  keepAliveTimeoutMs: number;
+  metricsHost: string;
+  /** undefined = no separate metrics listener. */
+  metricsPort: number | undefined;
+  /** Sample items to insert when the store is empty (first run); 0 = none. */
+  seedItems: number;
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** Parses env + argv; `cwd` resolves relative database paths. Throws one ConfigError listing every problem. */
+export function parseOriginConfig(env: Env, argv: readonly string[] = [], cwd = process.cwd()): OriginConfig {
+  const problems: ConfigProblem[] = [];
+  const values = {} as Record<OriginVarName, unknown>;
+  for (const name of Object.keys(ORIGIN_VARS) as OriginVarName[]) {
+    const doc = ORIGIN_VARS[name];
+    values[name] = doc.read(rawValue(doc, env), { problems, cwd, present: env[name] !== undefined });
+  }
+  const v = values as OriginValues;
+
+  let seedItems = v.SEED_SAMPLE_ITEMS;
+  for (const arg of argv) {
+    if (arg === "--seed") {
+      seedItems = DEFAULT_SEED_ITEMS;
+    } else if (arg.startsWith("--seed=")) {
+      seedItems = readWholeNumber("--seed", arg.slice("--seed=".length), { min: 0, max: 100_000_000, unit: "items", example: "1000" }, problems);
+    } else {
+      problems.push({ variable: "command line", message: `unknown argument ${JSON.stringify(arg)}: the origin accepts only --seed[=N] and --help.` });
+    }
+  }
+  if (v.METRICS_PORT !== undefined && v.METRICS_PORT !== 0 && v.METRICS_PORT === v.PORT && v.METRICS_HOST === v.HOST) {
+    problems.push({ variable: "METRICS_PORT", message: `${v.METRICS_PORT} is the same as PORT: pick another port, or METRICS_PORT=off.` });
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return {
+    host: v.HOST,
+    port: v.PORT,
+    database: v.DATABASE_URL,
+    token: v.ORIGIN_TOKEN,
+    maxItemBytes: v.MAX_ITEM_BYTES,
+    cacheMaxBytes: v.CACHE_MAX_BYTES,
+    cacheTtlMs: v.CACHE_TTL_SECONDS * 1000,
+    sendDate: v.ORIGIN_SEND_DATE,
+    reasonPhrase: v.ORIGIN_REASON_PHRASE,
+    fastPath: v.ORIGIN_FAST_PATH,
+    keepAliveTimeoutMs: v.KEEP_ALIVE_TIMEOUT_SECONDS * 1000,
+    metricsHost: v.METRICS_HOST,
+    metricsPort: v.METRICS_PORT,
+    seedItems,
+  };
+}
+
+/** Soft problems worth a line at startup but not a refusal. */
+export function configWarnings(config: OriginConfig): string[] {
+  const warnings: string[] = [];
+  if (config.token !== undefined && config.token.length < 16) {
+    warnings.push("ORIGIN_TOKEN is shorter than 16 characters: use a long random secret outside local development");
+  }
+  if (config.keepAliveTimeoutMs <= 900_000) {
+    warnings.push("KEEP_ALIVE_TIMEOUT_SECONDS is not above 900: Cloudflare may reuse a connection the origin just closed");
+  }
+  if (config.token === undefined && config.host !== "127.0.0.1" && config.host !== "::1" && config.host !== "localhost") {
+    warnings.push(`HOST=${config.host} without ORIGIN_TOKEN: anyone who can reach the port can write items`);
+  }
+  return warnings;
+}

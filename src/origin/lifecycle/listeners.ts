@@ -1,0 +1,43 @@
+// Opening and closing the origin's listeners: listen (with the error the caller can explain), and close
+// gracefully (stop accepting, let answers in flight finish within a grace period, then drop what is left).
+
+import type { Server } from "node:http";
+
+export function listenOn(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (error: Error) => reject(error);
+    server.once("error", onError);
+    server.listen(port, host, () => {
+      server.off("error", onError);
+      resolve();
+    });
+  });
+}
+
+/** Stops accepting and closes idle keep-alive connections; resolves when every connection is gone. */
+export function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    if (!server.listening) return resolve();
+    server.close(() => resolve());
+    server.closeIdleConnections();
+  });
+}
+
+/** `http://host:port` with IPv6 literals bracketed. */
+export function urlOf(host: string, port: number): string {
+  return `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+}
+
+/** Resolves after `ms` or when `done` settles, whichever comes first; the timer never holds the process. */
+export async function withinGrace(done: Promise<unknown>, ms: number, onTimeout: () => void): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const grace = new Promise<void>((resolve) => {
+    timer = setTimeout(() => {
+      onTimeout();
+      resolve();
+    }, ms);
+    timer.unref();
+  });
+  await Promise.race([done, grace]);
+  clearTimeout(timer);
+}

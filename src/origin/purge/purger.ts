@@ -1,0 +1,300 @@
+// The purge loop: turns the store's durable record of changed items (a PurgeSource) into purges of their edge
+// cache tags through a PurgeApi, paced by the account's token bucket, retried until Cloudflare accepts, never
+// silently given up. One origin instance runs it at a time; the numbers and their reasons are in purge-policy.ts.
+//
+// How a change travels: `wake()` (a change was committed or notified) opens a coalescing window; a periodic
+// poll catches a change whose notification was lost. A round takes up to `takeLimit` pending changes (oldest
+// first), folds them into at most 30 tags, takes a bucket token (or waits for one and takes again), sends one
+// call, and on acceptance marks exactly the changes it took (a change committed during the call keeps its own
+// key and goes in the next round). Every retry takes a token like a first try; a 429 drains the bucket too.
+//
+// Failing: 429 and retryable outcomes back off (never sooner than Retry-After), state `retrying`; a refusal is
+// logged with its fix and retried slowly, state `refused` until a call is accepted. Fallback (over the backlog
+// bound, or failing too long): ONE purge of ALL_ITEMS_TAG, cut() before it and markCut() once accepted; changes
+// after the cut go by tag as before. At most one take is held in memory, the rest stays durable in the store,
+// so nothing is dropped. A failing wide purge is retried like any call (state `fallback`, or `refused` with the
+// fix) until accepted. The log gets a line per state change, on entering the fallback and for verify(), never per call.
+
+import { ALL_ITEMS_TAG } from "../../shared/cache-tag.ts";
+import { type PurgeApi, type PurgeOutcome, VERIFY_TAG } from "./cloudflare-purge-api.ts";
+import { backlogBoundFor, backoffMs, batchOf, PURGER_DEFAULTS, type PurgerTuning } from "./purge-policy.ts";
+import type { PurgeSource } from "./purge-source.ts";
+import type { TokenBucket } from "./token-bucket.ts";
+import { systemTimers, type TimerHandle, type Timers } from "./timers.ts";
+
+export type PurgerState = "ok" | "retrying" | "refused" | "fallback";
+
+/** The counters `/metrics` exports; a copy from `stats()`. */
+export interface PurgerStats {
+  state: PurgerState;
+  pending: number; // changes pending at the last look
+  calls: number; // calls sent (tag, wide and verify), whatever came of them
+  purgedTags: number; // tags in accepted calls
+  retried: number; // calls that failed retryably (429, 5xx, timeout, network, malformed answer), to be retried
+  refused: number; // calls Cloudflare refused (401, 403, other 4xx)
+  fallbacks: number; // wide purges of ALL_ITEMS_TAG accepted
+  dropped: number; // changes given up on: always 0, the fallback covers what tag purges cannot
+  lastError: string | null;
+}
+
+export interface PurgerOptions extends Partial<PurgerTuning> {
+  source: PurgeSource;
+  api: PurgeApi;
+  bucket: TokenBucket;
+  timers?: Timers;
+  log?: (line: string) => void;
+  random?: () => number;
+  /** Pending changes beyond which the wide purge is sent; default `backlogBoundFor(bucket)`. */
+  backlogBound?: number;
+}
+
+export class Purger {
+  readonly #source: PurgeSource;
+  readonly #api: PurgeApi;
+  readonly #bucket: TokenBucket;
+  readonly #timers: Timers;
+  readonly #log: (line: string) => void;
+  readonly #random: () => number;
+  readonly #o: PurgerTuning & { backlogBound: number };
+  readonly #stats: PurgerStats = { state: "ok", pending: 0, calls: 0, purgedTags: 0, retried: 0, refused: 0, fallbacks: 0, dropped: 0, lastError: null };
+
+  #loop: Promise<void> | null = null;
+  #stopping = false;
+  #wakeAt: number | null = null; // end of the window opened by the first wake since the last round
+  #runAt = 0; // next round: now, after a poll interval, or after a failure
+  #holdUntil = 0; // no round before this (backoff, empty bucket); a wake does not shorten it
+  #sleep: { timer: TimerHandle; resolve: () => void } | null = null;
+  #idleWaiters: (() => void)[] = [];
+  #inFlight: AbortController | null = null;
+  #failures = 0;
+  #failingSince: number | null = null;
+  #refusedLast = false; // the last call was refused: state `refused` until one is accepted
+  #fallback: string | null = null; // why, while a wide purge is due
+
+  constructor(options: PurgerOptions) {
+    this.#source = options.source;
+    this.#api = options.api;
+    this.#bucket = options.bucket;
+    this.#timers = options.timers ?? systemTimers;
+    this.#log = options.log ?? (() => {});
+    this.#random = options.random ?? Math.random;
+    const tuning = { ...PURGER_DEFAULTS };
+    for (const key of Object.keys(tuning) as (keyof PurgerTuning)[]) tuning[key] = options[key] ?? tuning[key];
+    this.#o = { ...tuning, backlogBound: options.backlogBound ?? backlogBoundFor(options.bucket) };
+  }
+
+  /** Starts the loop; its first round runs at once, so changes left pending by a previous leader go first. */
+  start(): void {
+    if (this.#loop !== null) return;
+    this.#stopping = false;
+    this.#runAt = this.#timers.now();
+    this.#loop = this.#run();
+  }
+
+  /** A change was committed or notified: purge it after the coalescing window. */
+  wake(): void {
+    if (this.#loop === null || this.#stopping) return;
+    this.#wakeAt ??= this.#timers.now() + this.#o.coalesceMs;
+    this.#interrupt();
+  }
+
+  /** Stops the loop: waits for a call in flight up to `stopTimeoutMs`, then cancels it. No timer survives. */
+  async stop(): Promise<void> {
+    const loop = this.#loop;
+    if (loop === null) return;
+    this.#stopping = true;
+    this.#interrupt();
+    let bound: TimerHandle | undefined;
+    const finished = await Promise.race([
+      loop.then(() => true),
+      new Promise<boolean>((resolve) => (bound = this.#timers.setTimeout(() => resolve(false), this.#o.stopTimeoutMs))),
+    ]);
+    if (bound !== undefined) this.#timers.clearTimeout(bound);
+    if (!finished) this.#inFlight?.abort();
+    await loop;
+    this.#loop = null;
+  }
+
+  /** Resolves once the loop is parked on a timer with nothing in flight (or not running): for tests and tools. */
+  whenIdle(): Promise<void> {
+    if (this.#loop === null || this.#sleep !== null) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  stats(): PurgerStats {
+    return { ...this.#stats };
+  }
+
+  /** The start-up check (see CloudflarePurgeApi.verify), paced by the same bucket; logs what it found. */
+  async verify(): Promise<PurgeOutcome> {
+    const wait = this.#bucket.waitMs();
+    if (wait > 0) await new Promise<void>((resolve) => this.#timers.setTimeout(resolve, wait));
+    this.#bucket.take();
+    const outcome = await this.#call((signal) => this.#api.verify(signal));
+    if (outcome.kind === "accepted") {
+      this.#log(`purge: verified: Cloudflare accepted a purge for this zone (tag ${VERIFY_TAG}, which no entry carries)`);
+      this.#succeeded("the token works again");
+    } else if (outcome.kind === "refused") this.#noteFailure(outcome);
+    else this.#log(`purge: could not verify the token at start (${outcome.detail}); the purger keeps trying`);
+    return outcome;
+  }
+
+  async #run(): Promise<void> {
+    while (!this.#stopping) {
+      const at = Math.max(Math.min(this.#runAt, this.#wakeAt ?? Infinity), this.#holdUntil);
+      const now = this.#timers.now();
+      if (at > now) {
+        await this.#park(at - now);
+        continue;
+      }
+      this.#wakeAt = null;
+      this.#runAt = Infinity;
+      await this.#round();
+      if (this.#runAt === Infinity) this.#runAt = this.#timers.now() + this.#o.pollMs;
+    }
+    for (const resolve of this.#idleWaiters.splice(0)) resolve();
+  }
+
+  async #round(): Promise<void> {
+    try {
+      if (this.#fallback !== null) return await this.#wideRound();
+      const { takeLimit, backlogBound, failingBoundMs } = this.#o;
+      const changes = await this.#source.take(takeLimit);
+      const pending = changes.length < takeLimit ? changes.length : await this.#source.backlog();
+      this.#stats.pending = pending;
+      if (changes.length === 0) return this.#settled();
+      const now = this.#timers.now();
+      if (pending > backlogBound) return this.#enterFallback(`${pending} changes pending, over the bound of ${backlogBound}`);
+      if (this.#failingSince !== null && now - this.#failingSince > failingBoundMs) {
+        return this.#enterFallback(`purges have failed for ${Math.round((now - this.#failingSince) / 1000)} s (bound ${failingBoundMs / 1000} s)`);
+      }
+      if (!this.#takeToken()) return;
+      const batch = batchOf(changes);
+      const outcome = await this.#call((signal) => this.#api.purgeTags(batch.tags, signal));
+      if (outcome.kind !== "accepted") return this.#noteFailure(outcome);
+      await this.#source.markPurged(batch.keys);
+      this.#stats.purgedTags += batch.tags.length;
+      this.#stats.pending = Math.max(0, pending - batch.keys.length);
+      this.#succeeded(`purging by tag again (${this.#stats.pending} changes pending)`);
+      if (batch.more || changes.length >= takeLimit) this.#runAt = this.#timers.now();
+    } catch (error) {
+      this.#noteFailure({ kind: "retryable", detail: `purge store: ${error instanceof Error ? error.message : String(error)}` });
+    }
+  }
+
+  async #wideRound(): Promise<void> {
+    const cut = await this.#source.cut();
+    this.#stats.pending = cut.count;
+    if (cut.count === 0) {
+      this.#fallback = null;
+      return this.#succeeded("nothing left pending; purging by tag again");
+    }
+    if (!this.#takeToken()) return;
+    const outcome = await this.#call((signal) => this.#api.purgeTags([ALL_ITEMS_TAG], signal));
+    if (outcome.kind !== "accepted") return this.#noteFailure(outcome);
+    await this.#source.markCut(cut);
+    this.#stats.fallbacks++;
+    this.#stats.purgedTags++;
+    this.#stats.pending = 0;
+    this.#fallback = null;
+    this.#succeeded(`one purge of tag "${ALL_ITEMS_TAG}" covered ${cut.count} pending changes; purging by tag again`);
+    this.#runAt = this.#timers.now();
+  }
+
+  /** Takes a bucket token, or holds the loop until one is due and returns false. */
+  #takeToken(): boolean {
+    const wait = this.#bucket.waitMs();
+    if (wait === 0 && this.#bucket.take()) return true;
+    this.#holdUntil = this.#runAt = this.#timers.now() + Math.max(1, wait);
+    return false;
+  }
+
+  async #call(send: (signal: AbortSignal) => Promise<PurgeOutcome>): Promise<PurgeOutcome> {
+    const controller = new AbortController();
+    this.#inFlight = controller;
+    this.#stats.calls++;
+    try {
+      return await send(controller.signal);
+    } catch (error) {
+      return { kind: "retryable", detail: `purge client failed: ${error instanceof Error ? error.message : String(error)}` };
+    } finally {
+      this.#inFlight = null;
+    }
+  }
+
+  #noteFailure(outcome: Exclude<PurgeOutcome, { kind: "accepted" }>): void {
+    const now = this.#timers.now();
+    this.#stats.lastError = outcome.detail;
+    this.#failingSince ??= now;
+    this.#failures++;
+    this.#refusedLast = outcome.kind === "refused";
+    let delay: number;
+    if (outcome.kind === "refused") {
+      this.#stats.refused++;
+      delay = this.#o.refusedRetryMs;
+    } else {
+      this.#stats.retried++;
+      delay = backoffMs(this.#failures, this.#o, this.#random);
+      if (outcome.kind === "rate-limited") {
+        this.#bucket.drain();
+        delay = Math.max(delay, outcome.retryAfterMs ?? 0);
+      }
+    }
+    this.#holdUntil = this.#runAt = now + delay;
+    this.#report();
+  }
+
+  #succeeded(okLine: string): void {
+    this.#failures = 0;
+    this.#failingSince = null;
+    this.#refusedLast = false;
+    this.#report(okLine);
+  }
+
+  /** Nothing pending: nothing is failing. A refusal stays visible until a call is accepted. */
+  #settled(): void {
+    this.#failures = 0;
+    this.#failingSince = null;
+    this.#report("nothing pending");
+  }
+
+  /** Entering the fallback is logged once, whatever the state (it stays `refused` while calls are refused). */
+  #enterFallback(reason: string): void {
+    this.#fallback = reason;
+    this.#runAt = this.#timers.now();
+    if (!this.#stopping) this.#log(`purge: FALLBACK: ${reason}; sending one purge of tag "${ALL_ITEMS_TAG}" (every cached item) instead`);
+    this.#report(undefined, true);
+  }
+
+  /** Sets the state from what is known and logs one line when it changed (unless `quiet`: already said). */
+  #report(okLine = "purging by tag again", quiet = false): void {
+    const state: PurgerState = this.#refusedLast ? "refused" : this.#fallback !== null ? "fallback" : this.#failingSince !== null ? "retrying" : "ok";
+    if (this.#stopping || this.#stats.state === state) return;
+    this.#stats.state = state;
+    if (quiet) return;
+    const pending = `${this.#stats.pending} changes pending`;
+    if (state === "refused") this.#log(`purge: REFUSED by Cloudflare: ${this.#stats.lastError}. Retrying every ${this.#o.refusedRetryMs / 1000} s; ${pending}`);
+    else if (state === "retrying") this.#log(`purge: retrying with backoff: ${this.#stats.lastError}; ${pending}`);
+    else if (state === "fallback" && this.#failingSince !== null) this.#log(`purge: FALLBACK purge failing, retrying with backoff: ${this.#stats.lastError}; ${pending}`);
+    else if (state === "ok") this.#log(`purge: ok: ${okLine}`);
+  }
+
+  #park(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = this.#timers.setTimeout(() => {
+        this.#sleep = null;
+        resolve();
+      }, ms);
+      this.#sleep = { timer, resolve };
+      for (const waiter of this.#idleWaiters.splice(0)) waiter();
+    });
+  }
+
+  #interrupt(): void {
+    const sleep = this.#sleep;
+    this.#sleep = null;
+    if (sleep === null) return;
+    this.#timers.clearTimeout(sleep.timer);
+    sleep.resolve();
+  }
+}

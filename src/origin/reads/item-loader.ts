@@ -1,0 +1,160 @@
+// Fills the cache from the store, and keeps every change to an item (a write through this instance, or one
+// the change feed reports) from being undone by a read that was already running.
+
+import type { ItemStore, StoredItem } from "../store/item-store.ts";
+import { MISSING, type ItemEntry, type ReadyEntry } from "../http/wire.ts";
+import type { ReadyItems } from "./ready-items.ts";
+
+export interface LoaderHooks {
+  /** A miss joined a read already in flight for the same id (tests wait on this). */
+  onJoin?: (id: string) => void;
+  /** Store read duration in seconds (metrics). */
+  onStoreRead?: (seconds: number, ok: boolean) => void;
+}
+
+interface Flight {
+  readonly generation: number;
+  promise: Promise<ReadyEntry>;
+}
+
+/** What is going on for one id: only ids with a read or a write in flight have one. */
+interface Activity {
+  /** Bumped by every change to the id; a read or write that saw another generation must not fill the cache. */
+  generation: number;
+  read: Flight | undefined;
+  writes: number;
+}
+
+/** A write in progress, from `beginWrite` to `endWrite`. */
+export interface WriteTicket {
+  readonly id: string;
+  readonly generation: number;
+}
+
+/**
+ * Concurrent misses for one id share one store read, and the ready-to-send entry (ETag, 200 and 304 bytes)
+ * is built once per read.
+ *
+ * No stale entry is ever put back: each id with something in flight has a generation that every change
+ * bumps (a write starting here, a change reported by the feed). A read fills the cache only if no change
+ * happened while it ran and no write is in flight; a write fills it with its own result only if no other
+ * change happened while it ran. Otherwise the entry is dropped and the next read goes to the store. A read
+ * that lost the race still answers the requests waiting on it: they started before the change was known.
+ */
+export class ItemLoader {
+  readonly #cache: ReadyItems;
+  readonly #store: ItemStore;
+  readonly #hooks: LoaderHooks;
+  readonly #entryOf: (item: StoredItem) => ItemEntry;
+  readonly #activity = new Map<string, Activity>();
+  storeReads = 0;
+  coalesced = 0;
+
+  constructor(cache: ReadyItems, store: ItemStore, entryOf: (item: StoredItem) => ItemEntry, hooks: LoaderHooks = {}) {
+    this.#cache = cache;
+    this.#store = store;
+    this.#entryOf = entryOf;
+    this.#hooks = hooks;
+  }
+
+  /** Called on a cache miss. */
+  load(id: string): Promise<ReadyEntry> {
+    const activity = this.#activityOf(id);
+    const joined = activity.read;
+    if (joined !== undefined) {
+      this.coalesced++;
+      this.#hooks.onJoin?.(id);
+      return joined.promise;
+    }
+    // Registered before the read starts, so even a store that fails synchronously cleans up after itself.
+    const flight: Flight = { generation: activity.generation, promise: undefined as unknown as Promise<ReadyEntry> };
+    activity.read = flight;
+    flight.promise = this.#read(id, activity, flight);
+    return flight.promise;
+  }
+
+  async #read(id: string, activity: Activity, flight: Flight): Promise<ReadyEntry> {
+    this.storeReads++;
+    const started = performance.now();
+    let entry: ReadyEntry;
+    try {
+      const row = await this.#store.get(id);
+      this.#hooks.onStoreRead?.((performance.now() - started) / 1000, true);
+      entry = row === undefined ? MISSING : this.#entryOf(row);
+    } catch (error) {
+      this.#hooks.onStoreRead?.((performance.now() - started) / 1000, false);
+      this.#settleRead(id, activity, flight);
+      throw error;
+    }
+    const unchanged = activity.generation === flight.generation && activity.writes === 0 && this.#activity.get(id) === activity;
+    this.#settleRead(id, activity, flight);
+    if (unchanged) this.#cache.set(id, entry);
+    return entry;
+  }
+
+  #settleRead(id: string, activity: Activity, flight: Flight): void {
+    if (activity.read === flight) activity.read = undefined;
+    this.#forgetIfIdle(id, activity);
+  }
+
+  /**
+   * A write to `id` is about to be sent to the store: from now on no read that started earlier fills the
+   * cache, and no read joins one that did.
+   */
+  beginWrite(id: string): WriteTicket {
+    const activity = this.#activityOf(id);
+    activity.generation++;
+    activity.read = undefined;
+    activity.writes++;
+    return { id, generation: activity.generation };
+  }
+
+  /**
+   * The write ended: `entry` is what the store now holds (write-through, so the writer reads its own write
+   * without a store read), or undefined when the outcome is unknown (failed or timed out: it may have
+   * committed). Cached only if nothing else changed the id meanwhile; otherwise the entry is dropped.
+   */
+  endWrite(ticket: WriteTicket, entry: ReadyEntry | undefined): void {
+    const activity = this.#activity.get(ticket.id);
+    const unchanged = activity !== undefined && activity.generation === ticket.generation;
+    if (activity !== undefined) {
+      activity.writes--;
+      if (!unchanged) activity.generation++;
+      this.#forgetIfIdle(ticket.id, activity);
+    }
+    if (unchanged && entry !== undefined) this.#cache.set(ticket.id, entry);
+    else this.#cache.delete(ticket.id);
+  }
+
+  /** Another writer changed `id` (the change feed said so): drop it, and keep reads in flight from caching it. */
+  invalidate(id: string): void {
+    const activity = this.#activity.get(id);
+    if (activity !== undefined) {
+      activity.generation++;
+      activity.read = undefined;
+    }
+    this.#cache.delete(id);
+  }
+
+  /** Changes may have been missed (the feed lost track): drop everything, and keep every read in flight from caching. */
+  invalidateAll(): void {
+    for (const activity of this.#activity.values()) {
+      activity.generation++;
+      activity.read = undefined;
+    }
+    this.#cache.clear();
+  }
+
+  #activityOf(id: string): Activity {
+    let activity = this.#activity.get(id);
+    if (activity === undefined) {
+      activity = { generation: 0, read: undefined, writes: 0 };
+      this.#activity.set(id, activity);
+    }
+    return activity;
+  }
+
+  #forgetIfIdle(id: string, activity: Activity): void {
+    if (activity.read === undefined && activity.writes === 0 && this.#activity.get(id) === activity) this.#activity.delete(id);
+  }
+}

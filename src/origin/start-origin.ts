@@ -1,0 +1,175 @@
+// Composes one origin instance from its parts and starts its listeners:
+//
+//   request ─► http/fast/ (simple GET/HEAD /items/:id, pre-encoded answers)
+//          └─► http/node-transport.ts (everything else: writes, errors, /healthz, /metrics)
+//   both   ─► http/item-reads.ts ─► reads/ready-items.ts (cache) ─miss─► reads/item-loader.ts ─► store/
+//   writes ─► http/item-writes.ts ─► store/ (committed) ─► cache entry replaced ─► 204
+//
+// Configuration comes from config/; the process entry (flags, signals) is main.ts.
+
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { OriginConfig } from "./config/parse-origin-config.ts";
+import { attachFastPath, type FastPath } from "./http/fast/fast-transport.ts";
+import { ItemReads } from "./http/item-reads.ts";
+import { ItemWrites } from "./http/item-writes.ts";
+import { itemPortListener, metricsPortListener } from "./http/node-transport.ts";
+import { Operational } from "./http/operational.ts";
+import { TokenCheck } from "./http/token-check.ts";
+import { Wire } from "./http/wire.ts";
+import { closeServer, listenOn, urlOf, withinGrace } from "./lifecycle/listeners.ts";
+import { OriginMetrics } from "./metrics.ts";
+import { ItemLoader, type LoaderHooks } from "./reads/item-loader.ts";
+import { readyItems, type ReadyItems } from "./reads/ready-items.ts";
+import type { ItemStore } from "./store/item-store.ts";
+import { sampleItems } from "./store/sample-items.ts";
+import { SqliteItemStore } from "./store/sqlite-store.ts";
+
+/** How long answers in flight may take to finish once shutdown starts. */
+const GRACE_MS = 10_000;
+
+export interface StartOptions {
+  config: OriginConfig;
+  /** Replaces the store built from `config.database` (tests wrap the real one to count reads). */
+  store?: ItemStore;
+  /** Cache clock in ms (tests advance it to expire entries). */
+  now?: () => number;
+  loaderHooks?: LoaderHooks;
+  /** prom-client's process metrics (on in main, off in tests that start many instances). */
+  defaultMetrics?: boolean;
+  /** Serve simple GET/HEAD item reads on the fast path (default: config.fastPath). */
+  fastPath?: boolean;
+  /** How long a fast-path connection may sit on a partial request head (default: node's headersTimeout). */
+  headersTimeoutMs?: number;
+  log?: (line: string) => void;
+}
+
+export interface RunningOrigin {
+  readonly url: string;
+  readonly port: number;
+  readonly metricsUrl: string | undefined;
+  readonly server: Server;
+  /** Whether item reads use the fast path (ORIGIN_FAST_PATH and ORIGIN_SEND_DATE decide). */
+  readonly fastPath: boolean;
+  readonly store: ItemStore;
+  readonly cache: ReadyItems;
+  readonly loader: ItemLoader;
+  readonly metrics: OriginMetrics;
+  /** Items inserted by seeding on this start (0 if the store already had items). */
+  readonly seeded: number;
+  /** Stops listening, lets in-flight requests finish (bounded), closes the store. */
+  close(): Promise<void>;
+}
+
+export async function startOrigin(options: StartOptions): Promise<RunningOrigin> {
+  const { config } = options;
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const store = options.store ?? openStore(config);
+  try {
+    return await start(options, store, log);
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+}
+
+function openStore(config: OriginConfig): ItemStore {
+  const { database } = config;
+  if (database.kind === "sqlite") return new SqliteItemStore(database.path);
+  throw new Error(`DATABASE_URL ${database.display}: PostgreSQL is not wired in yet`);
+}
+
+async function start(options: StartOptions, store: ItemStore, log: (line: string) => void): Promise<RunningOrigin> {
+  const { config } = options;
+  const seeded = config.seedItems > 0 ? await store.seedIfEmpty(sampleItems(config.seedItems)) : 0;
+  const cache = readyItems({ maxBytes: config.cacheMaxBytes, ttlMs: config.cacheTtlMs, ...(options.now ? { now: options.now } : {}) });
+  const wire = new Wire({ sendDate: config.sendDate, reasonPhrase: config.reasonPhrase });
+  let metrics: OriginMetrics | undefined;
+  const hooks = options.loaderHooks ?? {};
+  const loader = new ItemLoader(cache, store, (item) => wire.entry(item), {
+    ...(hooks.onJoin ? { onJoin: hooks.onJoin } : {}),
+    onStoreRead(seconds, ok) {
+      metrics?.observeStore("get", seconds, ok);
+      hooks.onStoreRead?.(seconds, ok);
+    },
+  });
+  let fast: FastPath | undefined;
+  metrics = new OriginMetrics(
+    {
+      cacheStats: () => cache.stats,
+      handOffs: () => fast?.handOffs ?? 0,
+      cacheMaxBytes: config.cacheMaxBytes,
+      storeReads: () => loader.storeReads,
+      coalesced: () => loader.coalesced,
+    },
+    { defaultMetrics: options.defaultMetrics ?? false },
+  );
+  const reads = new ItemReads({ cache, loader, token: config.token === undefined ? undefined : new TokenCheck(config.token), metrics, log });
+  const writes = new ItemWrites({
+    store,
+    loader,
+    wire,
+    metrics,
+    maxItemBytes: config.maxItemBytes,
+    readOnlyReason: `items come from a table the origin does not own (${store.description}): change them there; PUT and DELETE are refused`,
+    log,
+  });
+  const operational = new Operational(wire, metrics, store, log);
+
+  const server = createServer(itemPortListener({ reads, writes, operational, wire, metrics }));
+  server.keepAliveTimeout = config.keepAliveTimeoutMs;
+  metrics.watch(server);
+  // Node writes `Date` itself, so ORIGIN_SEND_DATE keeps everything on node:http.
+  if ((options.fastPath ?? config.fastPath) && !config.sendDate) {
+    fast = attachFastPath(server, {
+      reads,
+      wire,
+      keepAliveTimeoutMs: config.keepAliveTimeoutMs,
+      ...(options.headersTimeoutMs === undefined ? {} : { headersTimeoutMs: options.headersTimeoutMs }),
+    });
+  }
+
+  await listenOn(server, config.port, config.host);
+  const port = (server.address() as AddressInfo).port;
+
+  let metricsServer: Server | undefined;
+  if (config.metricsPort !== undefined) {
+    metricsServer = createServer(metricsPortListener(operational, wire));
+    try {
+      await listenOn(metricsServer, config.metricsPort, config.metricsHost);
+    } catch (error) {
+      // Refuse new connections and drop the ones accepted meanwhile (fast path and node:http alike).
+      server.close();
+      server.closeAllConnections();
+      fast?.destroyAll();
+      throw error;
+    }
+  }
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      const stopped = Promise.all([closeServer(server), metricsServer ? closeServer(metricsServer) : undefined]);
+      fast?.shutdown();
+      await withinGrace(stopped, GRACE_MS, () => {
+        server.closeAllConnections();
+        metricsServer?.closeAllConnections();
+        fast?.destroyAll();
+      });
+      await store.close();
+    })());
+
+  return {
+    url: urlOf(config.host, port),
+    port,
+    metricsUrl: metricsServer === undefined ? undefined : urlOf(config.metricsHost, (metricsServer.address() as AddressInfo).port),
+    server,
+    fastPath: fast !== undefined,
+    store,
+    cache,
+    loader,
+    metrics,
+    seeded,
+    close,
+  };
+}

@@ -1,0 +1,334 @@
+// The purge loop end to end over real HTTP on loopback: an in-memory PurgeSource, the real client, and the
+// Cloudflare stand-in. Time is a ManualTimers clock shared by the loop, its bucket, the client's deadline
+// and the stand-in's bucket and record, so backoff and pacing run in virtual time: the test advances it only
+// when the loop is parked (`whenIdle`) or, for a hanging call, once the stand-in has the call.
+
+import { afterEach, describe, expect, it } from "vitest";
+import { startCloudflareApiStandIn, type CloudflareApiStandIn, type StandInOptions, type StandInPlan } from "../../scripts/lib/cloudflare-api-stand-in.ts";
+import { ALL_ITEMS_TAG } from "../../src/shared/cache-tag.ts";
+import { CloudflarePurgeApi, type PurgeApi } from "../../src/origin/purge/cloudflare-purge-api.ts";
+import { Purger, type PurgerOptions } from "../../src/origin/purge/purger.ts";
+import type { PendingChange, PurgeCut, PurgeSource } from "../../src/origin/purge/purge-source.ts";
+import { ManualTimers } from "../../src/origin/purge/timers.ts";
+import { PURGE_PLANS, TokenBucket, type PurgeRate } from "../../src/origin/purge/token-bucket.ts";
+
+const ZONE = "023e105f4ecef8ad9ca31a8372d0c353";
+const TOKEN = "good-token-0123456789";
+const NO_PURGE = "read-only-token-0123456789";
+
+/** The outbox in memory: keys in commit order; a cut remembers the last key it covers. */
+class MemorySource implements PurgeSource {
+  readonly pending = new Map<string, string>();
+  #seq = 0;
+  add(...ids: string[]): void {
+    for (const id of ids) this.pending.set(String(++this.#seq), id);
+  }
+  async take(limit: number): Promise<PendingChange[]> {
+    return [...this.pending].slice(0, limit).map(([key, id]) => ({ key, id }));
+  }
+  async markPurged(keys: string[]): Promise<void> {
+    for (const key of keys) this.pending.delete(key);
+  }
+  async cut(): Promise<PurgeCut & { upTo: number }> {
+    return { count: this.pending.size, upTo: this.#seq };
+  }
+  async markCut(cut: PurgeCut): Promise<void> {
+    for (const key of [...this.pending.keys()]) if (Number(key) <= (cut as PurgeCut & { upTo: number }).upTo) this.pending.delete(key);
+  }
+  async backlog(): Promise<number> {
+    return this.pending.size;
+  }
+}
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!();
+});
+
+interface Setup {
+  plan?: StandInPlan;
+  purgerPlan?: PurgeRate;
+  token?: string;
+  standIn?: Partial<StandInOptions>;
+  purger?: Partial<PurgerOptions>;
+  timeoutMs?: number;
+  wrapApi?: (api: PurgeApi) => PurgeApi;
+}
+
+async function setup(options: Setup = {}) {
+  const timers = new ManualTimers(1_000);
+  const source = new MemorySource();
+  const applied: string[][] = [];
+  const hooks = { onPurge: (_tags: string[]): void => {} };
+  const standIn: CloudflareApiStandIn = await startCloudflareApiStandIn({
+    token: TOKEN,
+    zoneId: ZONE,
+    plan: options.plan ?? "pro",
+    tokensWithoutPurge: [NO_PURGE],
+    now: () => timers.now(),
+    onPurge: (tags) => {
+      applied.push(tags);
+      hooks.onPurge(tags);
+    },
+    ...options.standIn,
+  });
+  const real = new CloudflarePurgeApi({ base: standIn.baseUrl, zoneId: ZONE, token: options.token ?? TOKEN, timeoutMs: options.timeoutMs ?? 2_000, timers });
+  const api = options.wrapApi?.(real) ?? real;
+  const bucket = new TokenBucket({ ...(options.purgerPlan ?? PURGE_PLANS[options.plan ?? "pro"]), now: () => timers.now() });
+  const lines: string[] = [];
+  const purger = new Purger({ source, api, bucket, timers, log: (line) => void lines.push(line), random: () => 0.5, ...options.purger });
+  cleanups.push(async () => {
+    await purger.stop();
+    await standIn.close();
+  });
+  /** Advances virtual time, one parked timer at a time, until `done()` holds. */
+  const runUntil = async (done: () => boolean, maxSteps = 5_000) => {
+    for (let step = 0; step < maxSteps; step++) {
+      await purger.whenIdle();
+      if (done()) return;
+      if (!timers.runNext()) throw new Error("nothing scheduled and the condition does not hold");
+    }
+    throw new Error(`condition not reached in ${maxSteps} steps`);
+  };
+  const tagCalls = () => standIn.calls.filter((c) => (c.body as { tags?: unknown } | undefined)?.tags !== undefined);
+  return {
+    timers, source, applied, standIn, purger, lines, runUntil, tagCalls,
+    /** Runs inside the stand-in after each accepted purge, before it answers. */
+    set onPurge(fn: (tags: string[]) => void) {
+      hooks.onPurge = fn;
+    },
+  };
+}
+
+/** Whether a sequence of call times could pass a bucket of `burst` refilled at `rate`/s: for every i <= j, j - i + 1 <= burst + rate × (t_j - t_i). */
+function overRate(times: readonly number[], { rate, burst }: PurgeRate): string | null {
+  for (let i = 0; i < times.length; i++) {
+    for (let j = i; j < times.length; j++) {
+      if (j - i + 1 > burst + (rate * (times[j]! - times[i]!)) / 1000 + 1e-6) return `calls ${i}..${j} (${j - i + 1} calls in ${times[j]! - times[i]!} ms)`;
+    }
+  }
+  return null;
+}
+
+const ids = (n: number, prefix = "id") => Array.from({ length: n }, (_, i) => `${prefix}${i}`);
+
+describe("Purger", () => {
+  it("purges a change: one call with its tag, then the change is marked purged", async () => {
+    const t = await setup();
+    t.source.add("a");
+    t.purger.start();
+    await t.runUntil(() => t.source.pending.size === 0);
+    expect(t.applied).toEqual([["item:a"]]);
+    expect(t.purger.stats()).toMatchObject({ state: "ok", calls: 1, purgedTags: 1, retried: 0, refused: 0, dropped: 0, pending: 0 });
+    expect(t.lines).toEqual([]);
+  });
+
+  it("a burst of writes to one id is one tag in one call, sent when the coalescing window closes", async () => {
+    const t = await setup();
+    t.purger.start();
+    await t.runUntil(() => t.purger.stats().calls === 0);
+    const wokeAt = t.timers.now();
+    for (let i = 0; i < 5; i++) {
+      t.source.add("hot");
+      t.purger.wake();
+    }
+    await t.purger.whenIdle();
+    t.timers.advance(40);
+    t.source.add("hot");
+    t.purger.wake();
+    await t.runUntil(() => t.source.pending.size === 0);
+    expect(t.tagCalls().map((c) => c.body)).toEqual([{ tags: ["item:hot"] }]);
+    expect(t.tagCalls()[0]!.at).toBe(wokeAt + 100);
+  });
+
+  it("40 ids are 2 calls: 30 tags, then 10", async () => {
+    const t = await setup();
+    t.source.add(...ids(40));
+    t.purger.start();
+    await t.runUntil(() => t.source.pending.size === 0);
+    expect(t.applied.map((tags) => tags.length)).toEqual([30, 10]);
+    expect(t.applied.flat()).toEqual(ids(40).map((id) => `item:${id}`));
+  });
+
+  it("ids that differ only in case share one tag, as Cloudflare's tags ignore case", async () => {
+    const t = await setup();
+    t.source.add("Abc", "abc", "ABC");
+    t.purger.start();
+    await t.runUntil(() => t.source.pending.size === 0);
+    expect(t.applied).toEqual([["item:Abc"]]);
+  });
+
+  it("never sends faster than the configured rate: 2,000 ids on Pro go out as 67 calls within the bucket", async () => {
+    const t = await setup({ plan: "pro" });
+    t.source.add(...ids(2000));
+    t.purger.start();
+    await t.runUntil(() => t.source.pending.size === 0);
+    expect(t.standIn.calls).toHaveLength(67);
+    expect(t.standIn.calls.every((c) => c.outcome === "accepted")).toBe(true);
+    expect(overRate(t.standIn.calls.map((c) => c.at), PURGE_PLANS.pro)).toBeNull();
+  });
+
+  it("429 and 5xx are retried with backoff, Retry-After honoured, and retries never exceed the rate", async () => {
+    const t = await setup({ plan: "pro" });
+    t.source.add(...ids(300));
+    t.standIn.setFault({ kind: "429", count: 3, retryAfterS: 1 });
+    t.purger.start();
+    await t.runUntil(() => t.purger.stats().retried === 3);
+    t.standIn.setFault({ kind: "5xx", count: 2, status: 503 });
+    await t.runUntil(() => t.source.pending.size === 0);
+    const calls = t.standIn.calls;
+    expect(calls.filter((c) => c.fault === "429")).toHaveLength(3);
+    expect(calls.filter((c) => c.fault === "5xx")).toHaveLength(2);
+    for (let i = 1; i < 3; i++) expect(calls[i]!.at - calls[i - 1]!.at).toBeGreaterThanOrEqual(1000);
+    expect(overRate(calls.map((c) => c.at), PURGE_PLANS.pro)).toBeNull();
+    expect(t.purger.stats()).toMatchObject({ state: "ok", retried: 5, refused: 0, fallbacks: 0, purgedTags: 300 });
+    // One line per state change: five failures in a row are one "retrying", then one "ok".
+    expect(t.lines).toEqual([
+      expect.stringMatching(/^purge: retrying with backoff: HTTP 429 .*971 Please wait/),
+      expect.stringMatching(/^purge: ok: purging by tag again/),
+    ]);
+    expect(t.purger.stats().lastError).toContain("HTTP 503");
+  });
+
+  it("when the account's bucket is smaller than ours (others purge too), 429s pace us down and everything is purged", async () => {
+    const t = await setup({ plan: "free", purgerPlan: PURGE_PLANS.enterprise });
+    t.source.add(...ids(900));
+    t.purger.start();
+    await t.runUntil(() => t.source.pending.size === 0);
+    const accepted = t.standIn.calls.filter((c) => c.outcome === "accepted");
+    expect(accepted).toHaveLength(30);
+    expect(t.standIn.calls.some((c) => c.outcome === "rate-limited")).toBe(true);
+    expect(overRate(accepted.map((c) => c.at), PURGE_PLANS.free)).toBeNull();
+    expect(t.purger.stats()).toMatchObject({ state: "ok", fallbacks: 0, purgedTags: 900 });
+  });
+
+  it("a bad token is refused loudly once, with the fix, and retried slowly; the token is not logged", async () => {
+    const t = await setup({ token: "wrong-secret-token" });
+    t.source.add("a");
+    t.purger.start();
+    await t.runUntil(() => t.purger.stats().refused === 4);
+    expect(t.purger.stats()).toMatchObject({ state: "refused", retried: 0, pending: 1 });
+    // The refusal once; the fallback once (failing over 30 s), still refused, with no further lines.
+    expect(t.lines).toHaveLength(2);
+    expect(t.lines[0]).toContain("purge: REFUSED by Cloudflare: HTTP 401: 10000 Authentication error");
+    expect(t.lines[0]).toContain(`Zone → Cache Purge → Purge for the zone ${ZONE}`);
+    expect(t.lines[0]).toContain("Retrying every 60 s");
+    expect(t.lines[1]).toMatch(/^purge: FALLBACK: purges have failed for 60 s/);
+    expect(t.lines.join("\n")).not.toContain("wrong-secret-token");
+    const times = t.standIn.calls.map((c) => c.at);
+    expect(times[2]! - times[1]!).toBe(60_000);
+  });
+
+  it("a token without the permission is reported; once granted, the next attempt falls back to one wide purge", async () => {
+    const t = await setup({ token: NO_PURGE });
+    t.source.add("a", "b");
+    t.purger.start();
+    await t.runUntil(() => t.purger.stats().refused === 1);
+    expect(t.purger.stats().state).toBe("refused");
+    expect(t.lines[0]).toContain("HTTP 403: 10000 Authentication error. Fix: create an API token with the permission Zone → Cache Purge → Purge");
+    t.standIn.grantPurge(NO_PURGE);
+    await t.runUntil(() => t.source.pending.size === 0);
+    expect(t.applied).toEqual([[ALL_ITEMS_TAG]]);
+    expect(t.purger.stats()).toMatchObject({ state: "ok", fallbacks: 1, refused: 1 });
+    expect(t.lines.slice(1)).toEqual([
+      expect.stringMatching(/^purge: FALLBACK: purges have failed for 60 s \(bound 30 s\); sending one purge of tag "items"/),
+      expect.stringMatching(/^purge: ok: one purge of tag "items" covered 2 pending changes/),
+    ]);
+  });
+
+  it("verify() at start: accepted for a good token; refused with the fix for a bad one, through the bucket", async () => {
+    const good = await setup();
+    expect(await good.purger.verify()).toMatchObject({ kind: "accepted" });
+    expect(good.lines).toEqual([expect.stringContaining("purge: verified")]);
+    const bad = await setup({ token: NO_PURGE });
+    expect(await bad.purger.verify()).toMatchObject({ kind: "refused", status: 403 });
+    expect(bad.purger.stats()).toMatchObject({ state: "refused", refused: 1, calls: 1 });
+    expect(bad.lines).toEqual([expect.stringContaining("Zone → Cache Purge → Purge")]);
+  });
+
+  it("malformed answers are retried, saying what was wrong", async () => {
+    const t = await setup();
+    t.source.add("a");
+    t.standIn.setFault({ kind: "malformed", count: 2 });
+    t.purger.start();
+    await t.runUntil(() => t.source.pending.size === 0);
+    expect(t.purger.stats()).toMatchObject({ state: "ok", retried: 2, calls: 3 });
+    expect(t.purger.stats().lastError).toContain("not Cloudflare's JSON envelope");
+  });
+
+  it("a hanging API times out and the call is retried", async () => {
+    const t = await setup({ timeoutMs: 2_000 });
+    t.source.add("a");
+    t.standIn.setFault({ kind: "hang" });
+    t.purger.start();
+    await t.standIn.waitForCalls(1);
+    expect(t.timers.pending).toBe(1); // the client's deadline; the loop is waiting on the call
+    t.timers.runNext();
+    await t.runUntil(() => t.source.pending.size === 0);
+    expect(t.purger.stats()).toMatchObject({ state: "ok", retried: 1, calls: 2 });
+    expect(t.purger.stats().lastError).toContain("no answer from the purge API within 2000 ms");
+  });
+
+  it("an unreachable API is retried with growing, capped backoff, then the fallback is tried, and both keep going", async () => {
+    const attempts: number[] = [];
+    const t = await setup({
+      wrapApi: (api) => ({
+        purgeTags: (tags, signal) => (attempts.push(t.timers.now()), api.purgeTags(tags, signal)),
+        verify: (signal) => api.verify(signal),
+      }),
+    });
+    await t.standIn.close();
+    t.source.add("a");
+    t.purger.start();
+    await t.runUntil(() => attempts.length === 14);
+    const gaps = attempts.slice(1).map((at, i) => at - attempts[i]!);
+    expect(gaps.every((gap, i) => i === 0 || gap >= gaps[i - 1]!)).toBe(true);
+    expect(Math.max(...gaps)).toBeLessThanOrEqual(30_000);
+    expect(t.purger.stats()).toMatchObject({ state: "fallback", retried: 14, fallbacks: 0, dropped: 0, pending: 1 });
+    expect(t.purger.stats().lastError).toContain("ECONNREFUSED");
+    expect(t.lines).toEqual([
+      expect.stringMatching(/^purge: retrying with backoff: could not reach .*ECONNREFUSED/),
+      expect.stringMatching(/^purge: FALLBACK: purges have failed for \d+ s/),
+    ]);
+  });
+
+  it("a backlog over the bound is one wide purge of `items`; the cut is marked, later changes go by tag", async () => {
+    const t = await setup({ plan: "free" });
+    t.source.add(...ids(1000));
+    // The stand-in applies a purge before it answers: a change committed then comes after the cut.
+    t.onPurge = (tags) => {
+      if (tags[0] === ALL_ITEMS_TAG) t.source.add("late");
+    };
+    t.purger.start();
+    await t.runUntil(() => t.source.pending.size === 0);
+    expect(t.applied).toEqual([[ALL_ITEMS_TAG], ["item:late"]]);
+    expect(t.purger.stats()).toMatchObject({ state: "ok", fallbacks: 1, purgedTags: 2, calls: 2 });
+    expect(t.lines).toEqual([
+      expect.stringContaining("purge: FALLBACK: 1000 changes pending, over the bound of 825"),
+      expect.stringContaining('purge: ok: one purge of tag "items" covered 1000 pending changes'),
+    ]);
+  });
+
+  it("stop() leaves no timer behind, idle or with a call hanging (cancelled after the bound)", async () => {
+    const idle = await setup();
+    idle.purger.start();
+    await idle.runUntil(() => true);
+    expect(idle.timers.pending).toBe(1); // the poll
+    await idle.purger.stop();
+    expect(idle.timers.pending).toBe(0);
+
+    const busy = await setup({ timeoutMs: 60_000, purger: { stopTimeoutMs: 5_000 } });
+    busy.source.add("a");
+    busy.standIn.setFault({ kind: "hang" });
+    busy.purger.start();
+    await busy.standIn.waitForCalls(1);
+    const stopped = busy.purger.stop();
+    expect(busy.timers.pending).toBe(2); // the call's deadline and stop's bound
+    busy.timers.runNext();
+    await stopped;
+    expect(busy.timers.pending).toBe(0);
+    expect(busy.source.pending.size).toBe(1); // not purged: left for the next leader
+    busy.purger.wake(); // a stopped purger ignores wakes
+    expect(busy.timers.pending).toBe(0);
+  });
+});

@@ -1,12 +1,13 @@
 /**
  * Hit ratio of the origin cache's policy on real and synthetic traces, beside LRU and Bélády's OPT
- * and the anchor rows of ../shared/traces/README.md.
+ * and the anchor rows of ../shared/traces/README.md. "slim-edge" is the policy as the off-heap
+ * SlabCache runs it (byte weights, sized to hold exactly the capacity in entries).
  *
  *   node bench/hitratio.ts                                   all traces at the README's capacities
  *   node bench/hitratio.ts --trace web07 --capacities 250,500,1000
  *   node bench/hitratio.ts --trace path/to/file.lirs.gz --capacities 100,200
  *   node bench/hitratio.ts --trace zipf                      the synthetic Zipf(0.93) trace
- *   node bench/hitratio.ts --compare                         also our ARC, S3-FIFO and SIEVE
+ *   node bench/hitratio.ts --compare                         also ReadyCache (unit weights), our ARC, S3-FIFO and SIEVE
  */
 import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -14,7 +15,7 @@ import { parseArgs } from "node:util";
 import { readAnchors, type AnchorTable } from "./hitratio/anchors.ts";
 import { s3fifo, simulateArc, simulateSieve } from "./hitratio/comparison-simulators.ts";
 import { formatTable, type MeasuredRow } from "./hitratio/report.ts";
-import { simulateLru, simulateOpt, simulateReadyCache, type Simulator } from "./hitratio/simulators.ts";
+import { simulateLru, simulateOpt, simulateReadyCache, simulateSlabCache, type Simulator } from "./hitratio/simulators.ts";
 import { readLirsTrace, zipfTrace, ZIPF_DEFAULTS, type Trace } from "./hitratio/trace.ts";
 
 const USAGE = `usage: node bench/hitratio.ts [--trace FILE|NAME|zipf] [--capacities N,N,...] [--traces-dir DIR] [--compare]
@@ -25,7 +26,7 @@ const USAGE = `usage: node bench/hitratio.ts [--trace FILE|NAME|zipf] [--capacit
   --capacities   cache sizes in entries, comma-separated positive integers (default: the README's for that trace)
   --traces-dir   where the traces and their README live (default: ../shared/traces from the repository root,
                  or $SLIM_EDGE_TRACES)
-  --compare      also measure our own ARC, S3-FIFO and SIEVE`;
+  --compare      also measure the same policy through ReadyCache (1 byte per entry), and our own ARC, S3-FIFO and SIEVE`;
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const README_TRACES = ["gli", "web07", "web12", "zipf"];
@@ -81,11 +82,11 @@ function main(argv: string[]): void {
 
   const simulators: [string, Simulator][] = [
     ["LRU", simulateLru],
-    ["slim-edge", simulateReadyCache],
+    ["slim-edge", simulateSlabCache],
     ["OPT", simulateOpt],
   ];
   if (values.compare) {
-    simulators.push(["ARC", simulateArc], ["S3-FIFO", s3fifo(0)], ["SIEVE", simulateSieve]);
+    simulators.push(["ReadyCache", simulateReadyCache], ["ARC", simulateArc], ["S3-FIFO", s3fifo(0)], ["SIEVE", simulateSieve]);
   }
 
   const specs = values.trace === undefined ? README_TRACES : [values.trace];

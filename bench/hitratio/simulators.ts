@@ -1,12 +1,36 @@
 import { ReadyCache } from "../../src/origin/cache/ready-cache.ts";
+import { maxBytesForEntries } from "../../src/origin/cache/slab-budget.ts";
+import { SlabCache } from "../../src/origin/cache/slab-cache.ts";
 import type { Trace } from "./trace.ts";
 
 /** Replays a trace against one policy at one capacity (entries); returns the number of hits. */
 export type Simulator = (trace: Trace, capacity: number) => number;
 
 /**
- * The slim-edge policy: the very `ReadyCache` the origin service uses, entry-bounded by giving
- * every entry 1 byte and `maxBytes = capacity`. Cache-aside: get, and set on a miss.
+ * The slim-edge policy as the origin runs it: a real `SlabCache` (off-heap records, byte weights,
+ * the sketch taken from the maximum as it widens), sized with `maxBytesForEntries` so that it holds
+ * exactly `capacity` entries. Every value pads its key to the trace's longest key, so every entry
+ * weighs the same (the capacities are in entries). Cache-aside: get, and set on a miss.
+ */
+export const simulateSlabCache: Simulator = (trace, capacity) => {
+  const { requests, keys } = trace;
+  let width = 0;
+  for (const key of keys) width = Math.max(width, key.length);
+  const cache = new SlabCache({ maxBytes: maxBytesForEntries(capacity, width, 0, false), ttlMs: 0 });
+  const padding = Array.from({ length: width + 1 }, (_, length) => new Uint8Array(length));
+  let hits = 0;
+  for (let i = 0; i < requests.length; i++) {
+    const key = keys[requests[i]!]!;
+    if (cache.get(key) !== -1) hits++;
+    else cache.set(key, padding[width - key.length]!);
+  }
+  if (cache.stats.entries > capacity) throw new Error(`SlabCache held ${cache.stats.entries} entries, more than ${capacity}`);
+  return hits;
+};
+
+/**
+ * The same policy through `ReadyCache` (the origin's heap cache before SlabCache), entry-bounded
+ * by giving every entry 1 byte and `maxBytes = capacity`.
  */
 export const simulateReadyCache: Simulator = (trace, capacity) => {
   const cache = new ReadyCache<number>({ maxBytes: capacity, ttlMs: 0 });

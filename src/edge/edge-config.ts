@@ -8,6 +8,7 @@ export interface EdgeConfig {
   cors: CorsPolicy;
   origin: OriginSpec;
   edgeCacheTtlSeconds: number;
+  edgeCacheNotFoundTtlSeconds: number;
 }
 
 let compiled: { vars: EdgeVars; config: EdgeConfig | ConfigError } | undefined;
@@ -22,7 +23,12 @@ export function edgeConfigFor(vars: EdgeVars): EdgeConfig | ConfigError {
   let config: EdgeConfig | ConfigError;
   try {
     const spec = parseEdgeConfig(vars);
-    config = { cors: compileCorsPolicy(spec.cors), origin: spec.origin, edgeCacheTtlSeconds: spec.edgeCacheTtlSeconds };
+    config = {
+      cors: compileCorsPolicy(spec.cors),
+      origin: spec.origin,
+      edgeCacheTtlSeconds: spec.edgeCacheTtlSeconds,
+      edgeCacheNotFoundTtlSeconds: spec.edgeCacheNotFoundTtlSeconds,
+    };
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     console.error(error.message);

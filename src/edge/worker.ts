@@ -23,9 +23,10 @@ app.all("*", async (c) => {
   // A refused configuration gets no CORS headers: serving a policy nobody wrote is worse than failing.
   if (config instanceof ConfigError) return bare(c.req.raw, MISCONFIGURED);
 
-  const { cors, origin, edgeCacheTtlSeconds } = config;
+  const { cors, origin } = config;
   const waitUntil = (promise: Promise<unknown>) => c.executionCtx.waitUntil(promise);
-  const readItem = cachedItemReader({ cache: caches.default, origin, ttlSeconds: edgeCacheTtlSeconds, waitUntil });
+  const lifetimes = { itemSeconds: config.edgeCacheTtlSeconds, notFoundSeconds: config.edgeCacheNotFoundTtlSeconds };
+  const readItem = cachedItemReader({ cache: caches.default, origin, lifetimes, waitUntil });
   const usage = c.env.EGRESS ? newOriginUsage("unclassified") : undefined;
   const response = await respond(cors, c.req.raw, readItem, usage);
   if (usage) recordUsage(c.env.EGRESS!, usage, waitUntil);

@@ -2,6 +2,7 @@ import type { Server } from "node:http";
 import type { Socket } from "node:net";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { ReadyCacheStats } from "./cache/ready-cache.ts";
+import type { ChangeFeedStats } from "./feed/change-feed.ts";
 
 export const ROUTES = ["/items/:id", "/healthz", "/metrics", "other"] as const;
 export type RouteIndex = 0 | 1 | 2 | 3;
@@ -36,6 +37,9 @@ export interface MetricsSources {
   cacheMaxBytes: number;
   storeReads: () => number;
   coalesced: () => number;
+  feed: () => { healthy: boolean; stats: Readonly<ChangeFeedStats> };
+  /** Cached entries served unconfirmed because the feed was down and the store did not answer. */
+  staleServed: () => number;
 }
 
 /**
@@ -144,6 +148,22 @@ export class OriginMetrics {
         this.inc(sources.handOffs());
       },
     });
+    const plainCounter = (name: string, help: string, read: () => number) =>
+      new Counter({
+        name,
+        help,
+        registers,
+        collect() {
+          this.reset();
+          this.inc(read());
+        },
+      });
+    plainCounter("origin_feed_changes_total", "Changes the change feed applied to the cache (each once)", () => sources.feed().stats.changes);
+    plainCounter("origin_feed_resets_total", "Times the change feed lost track and dropped every cached item", () => sources.feed().stats.resets);
+    plainCounter("origin_feed_poll_failures_total", "Polls of the change log that failed", () => sources.feed().stats.pollFailures);
+    plainCounter("origin_feed_listens_total", "Times the change feed's listener (re)connected", () => sources.feed().stats.listens);
+    plainCounter("origin_stale_served_total", "Cached items served unconfirmed: the feed was down and the store did not answer", sources.staleServed);
+    cacheGauge("origin_feed_healthy", "1 while the change feed knows every change up to a moment ago, else 0", () => (sources.feed().healthy ? 1 : 0));
     this.#storeSeconds = new Histogram({
       name: "origin_store_duration_seconds",
       help: "Store operation latency (writes include the fsync)",

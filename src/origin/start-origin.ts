@@ -10,6 +10,8 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { OriginConfig } from "./config/parse-origin-config.ts";
+import { LocalChangeFeed, type ChangeFeed } from "./feed/change-feed.ts";
+import { PostgresChangeFeed } from "./feed/postgres-change-feed.ts";
 import { attachFastPath, type FastPath } from "./http/fast/fast-transport.ts";
 import { ItemReads } from "./http/item-reads.ts";
 import { ItemWrites } from "./http/item-writes.ts";
@@ -22,6 +24,10 @@ import { OriginMetrics } from "./metrics.ts";
 import { ItemLoader, type LoaderHooks } from "./reads/item-loader.ts";
 import { readyItems, type ReadyItems } from "./reads/ready-items.ts";
 import type { ItemStore } from "./store/item-store.ts";
+import type { PostgresOptions } from "./store/postgres/connection.ts";
+import { OwnedTableStore } from "./store/postgres/owned-table-store.ts";
+import { preparePostgres } from "./store/postgres/prepare.ts";
+import { UserTableStore } from "./store/postgres/user-table-store.ts";
 import { sampleItems } from "./store/sample-items.ts";
 import { SqliteItemStore } from "./store/sqlite-store.ts";
 
@@ -32,6 +38,10 @@ export interface StartOptions {
   config: OriginConfig;
   /** Replaces the store built from `config.database` (tests wrap the real one to count reads). */
   store?: ItemStore;
+  /** Replaces the change feed built from `config.database`. */
+  feed?: ChangeFeed;
+  /** PostgreSQL: the write epoch of this instance's store session (tests compare instances byte for byte). */
+  writeEpoch?: string;
   /** Cache clock in ms (tests advance it to expire entries). */
   now?: () => number;
   loaderHooks?: LoaderHooks;
@@ -52,6 +62,7 @@ export interface RunningOrigin {
   /** Whether item reads use the fast path (ORIGIN_FAST_PATH and ORIGIN_SEND_DATE decide). */
   readonly fastPath: boolean;
   readonly store: ItemStore;
+  readonly feed: ChangeFeed;
   readonly cache: ReadyItems;
   readonly loader: ItemLoader;
   readonly metrics: OriginMetrics;
@@ -64,22 +75,43 @@ export interface RunningOrigin {
 export async function startOrigin(options: StartOptions): Promise<RunningOrigin> {
   const { config } = options;
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const store = options.store ?? openStore(config);
+  const store = options.store ?? (await openStore(config, options.writeEpoch));
+  const feed = options.feed ?? feedFor(config, log);
   try {
-    return await start(options, store, log);
+    return await start(options, store, feed, log);
   } catch (error) {
+    await feed.close();
     await store.close();
     throw error;
   }
 }
 
-function openStore(config: OriginConfig): ItemStore {
-  const { database } = config;
-  if (database.kind === "sqlite") return new SqliteItemStore(database.path);
-  throw new Error(`DATABASE_URL ${database.display}: PostgreSQL is not wired in yet`);
+function postgresOptions(config: OriginConfig, url: string): PostgresOptions {
+  return { url, poolSize: config.poolSize, timeoutMs: config.storeTimeoutMs, applicationName: "slim-edge-origin" };
 }
 
-async function start(options: StartOptions, store: ItemStore, log: (line: string) => void): Promise<RunningOrigin> {
+/** The store DATABASE_URL names, checked (and for PostgreSQL, its schema prepared) before anything is served. */
+async function openStore(config: OriginConfig, writeEpoch: string | undefined): Promise<ItemStore> {
+  const { database } = config;
+  if (database.kind === "sqlite") return new SqliteItemStore(database.path, writeEpoch === undefined ? {} : { writeEpoch });
+  const options = { ...postgresOptions(config, database.url), display: database.display };
+  const shape = await preparePostgres(options, config.userTable);
+  if (shape !== undefined) return new UserTableStore(options, shape);
+  return new OwnedTableStore(writeEpoch === undefined ? options : { ...options, writeEpoch });
+}
+
+function feedFor(config: OriginConfig, log: (line: string) => void): ChangeFeed {
+  const { database } = config;
+  if (database.kind === "sqlite") return new LocalChangeFeed();
+  return new PostgresChangeFeed({
+    ...postgresOptions(config, database.url),
+    pollMs: config.feedPollMs,
+    staleBoundMs: config.feedStaleBoundMs,
+    log,
+  });
+}
+
+async function start(options: StartOptions, store: ItemStore, feed: ChangeFeed, log: (line: string) => void): Promise<RunningOrigin> {
   const { config } = options;
   const seeded = config.seedItems > 0 ? await store.seedIfEmpty(sampleItems(config.seedItems)) : 0;
   const cache = readyItems({ maxBytes: config.cacheMaxBytes, ttlMs: config.cacheTtlMs, ...(options.now ? { now: options.now } : {}) });
@@ -94,6 +126,7 @@ async function start(options: StartOptions, store: ItemStore, log: (line: string
     },
   });
   let fast: FastPath | undefined;
+  let reads: ItemReads | undefined;
   metrics = new OriginMetrics(
     {
       cacheStats: () => cache.stats,
@@ -101,10 +134,26 @@ async function start(options: StartOptions, store: ItemStore, log: (line: string
       cacheMaxBytes: config.cacheMaxBytes,
       storeReads: () => loader.storeReads,
       coalesced: () => loader.coalesced,
+      feed: () => feed,
+      staleServed: () => reads?.staleServed ?? 0,
     },
     { defaultMetrics: options.defaultMetrics ?? false },
   );
-  const reads = new ItemReads({ cache, loader, token: config.token === undefined ? undefined : new TokenCheck(config.token), metrics, log });
+  reads = new ItemReads({
+    cache,
+    loader,
+    token: config.token === undefined ? undefined : new TokenCheck(config.token),
+    metrics,
+    feed,
+    staleBoundMs: config.feedStaleBoundMs,
+    log,
+    ...(options.now ? { now: options.now } : {}),
+  });
+  // Before the port opens: every change committed from now on reaches the (still empty) cache.
+  await feed.start({
+    changed: (id) => loader.invalidate(id),
+    lostTrack: () => loader.invalidateAll(),
+  });
   const writes = new ItemWrites({
     store,
     loader,
@@ -156,6 +205,7 @@ async function start(options: StartOptions, store: ItemStore, log: (line: string
         metricsServer?.closeAllConnections();
         fast?.destroyAll();
       });
+      await feed.close();
       await store.close();
     })());
 
@@ -166,6 +216,7 @@ async function start(options: StartOptions, store: ItemStore, log: (line: string
     server,
     fastPath: fast !== undefined,
     store,
+    feed,
     cache,
     loader,
     metrics,

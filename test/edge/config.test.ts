@@ -54,6 +54,9 @@ const REFUSED: Array<[string, EdgeVars, string, RegExp]> = [
   ["private network not a boolean", { CORS_ALLOW_PRIVATE_NETWORK: "1" }, "CORS_ALLOW_PRIVATE_NETWORK", /"true" or "false"/],
   ["origin url not a url", { ORIGIN_URL: "not a url" }, "ORIGIN_URL", /not a URL/],
   ["timeout not a number", { ORIGIN_TIMEOUT_MS: "5s" }, "ORIGIN_TIMEOUT_MS", /milliseconds/],
+  ["404 TTL not a number", { EDGE_CACHE_NOT_FOUND_TTL: "1d" }, "EDGE_CACHE_NOT_FOUND_TTL", /whole number of seconds from 0 to 86400/],
+  ["negative 404 TTL", { EDGE_CACHE_NOT_FOUND_TTL: "-1" }, "EDGE_CACHE_NOT_FOUND_TTL", /whole number of seconds from 0 to 86400/],
+  ["404 TTL above a day", { EDGE_CACHE_NOT_FOUND_TTL: "86401" }, "EDGE_CACHE_NOT_FOUND_TTL", /whole number of seconds from 0 to 86400/],
 ];
 
 describe("configuration", () => {
@@ -103,6 +106,15 @@ describe("configuration", () => {
     expect(problemsOf({ CORS_ALLOW_ORIGINS: "https://*.example.com", ...CREDENTIALED })).toEqual([]);
     expect(problemsOf({ CORS_ALLOW_ORIGINS: "https://*.amazonaws.com" })).toEqual([]);
     expect(problemsOf({ CORS_ALLOW_ORIGINS: "https://*.mybucket.s3.amazonaws.com", ...CREDENTIALED })).toEqual([]);
+  });
+
+  it("reads EDGE_CACHE_NOT_FOUND_TTL in seconds, 0 (404s not cached) by default", () => {
+    expect(parseEdgeConfig({}).edgeCacheNotFoundTtlSeconds).toBe(0);
+    expect(parseEdgeConfig({ EDGE_CACHE_NOT_FOUND_TTL: "" }).edgeCacheNotFoundTtlSeconds).toBe(0);
+    expect(parseEdgeConfig({ EDGE_CACHE_NOT_FOUND_TTL: "86400", EDGE_CACHE_TTL: "86400" })).toMatchObject({
+      edgeCacheNotFoundTtlSeconds: 86400,
+      edgeCacheTtlSeconds: 86400,
+    });
   });
 
   it("reads an empty CORS_ALLOW_METHODS as the default, like every other var", () => {

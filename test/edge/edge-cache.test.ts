@@ -91,7 +91,7 @@ describe("edge cache", () => {
     expect(await origin.requests()).toHaveLength(2);
   });
 
-  it("does not cache a 404: a created item is visible at once", async () => {
+  it("does not cache a 404 by default (EDGE_CACHE_NOT_FOUND_TTL=0): a created item is visible at once", async () => {
     const origin = await fakeOrigin({ status: 404, body: "" });
     const vars = { ...FRESH, ORIGIN_URL: origin.url };
     expect((await callEdge(vars, "/items/new")).status).toBe(404);

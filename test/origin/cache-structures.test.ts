@@ -3,7 +3,9 @@ import { describe, expect, it } from "vitest";
 import { FrequencySketch } from "../../src/origin/cache/frequency-sketch.ts";
 import { GhostHistory } from "../../src/origin/cache/ghost-history.ts";
 import { hashKey } from "../../src/origin/cache/key-hash.ts";
+import { SlotIndex } from "../../src/origin/cache/slot-index.ts";
 import { SlotLists } from "../../src/origin/cache/slot-lists.ts";
+import { SlotPool } from "../../src/origin/cache/slot-pool.ts";
 
 describe("SlotLists", () => {
   function contents(lists: SlotLists, list: number): number[] {
@@ -15,7 +17,7 @@ describe("SlotLists", () => {
   it("behaves like arrays of slots under push, move and remove, across growth", () => {
     fc.assert(
       fc.property(
-        fc.array(fc.record({ slot: fc.nat(63), list: fc.nat(2), remove: fc.boolean() }), { maxLength: 200 }),
+        fc.array(fc.record({ slot: fc.nat(63), list: fc.nat(2), remove: fc.boolean() }), { maxLength: 200, size: "max" }),
         (ops) => {
           const lists = new SlotLists(3, 4);
           const model: number[][] = [[], [], []];
@@ -75,6 +77,21 @@ describe("FrequencySketch", () => {
     for (let i = 0; i < 10_000; i++) if (sketch.frequency(hashKey(`unseen${i}`, 9)) > 0) overestimated++;
     expect(overestimated / 10_000).toBeLessThan(0.05);
   });
+
+  it("keeps every count when it widens (a key's block is its old one or its copy in the new half)", () => {
+    const sketch = new FrequencySketch(16);
+    const hashes = Array.from({ length: 40 }, (_, i) => hashKey(`k${i}`, 3));
+    hashes.forEach((hash, i) => {
+      for (let n = 0; n < i % 9; n++) sketch.increment(hash);
+    });
+    const before = hashes.map((hash) => sketch.frequency(hash));
+    const bytes = sketch.byteSize;
+    sketch.ensureCapacity(1_000);
+    expect(sketch.capacity).toBe(1_024);
+    expect(sketch.byteSize).toBe(64 * bytes);
+    expect(sketch.byteSize).toBe(FrequencySketch.bytesFor(1_000));
+    expect(hashes.map((hash) => sketch.frequency(hash))).toEqual(before);
+  });
 });
 
 describe("GhostHistory", () => {
@@ -105,5 +122,86 @@ describe("GhostHistory", () => {
     expect([1, 2, 3, 4].map((h) => ghosts.has(h))).toEqual([false, true, true, true]);
     ghosts.add(5);
     expect(ghosts.has(2)).toBe(false);
+  });
+});
+
+describe("GhostHistory against a model", () => {
+  it("has() is true exactly for the last `capacity` records, across growth", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 12 }),
+        fc.array(fc.oneof(fc.record({ add: fc.integer({ min: -5, max: 20 }) }), fc.record({ grow: fc.nat(8) })), { maxLength: 200, size: "max" }),
+        (initial, ops) => {
+          const ghosts = new GhostHistory(initial);
+          let capacity = initial;
+          let model: number[] = [];
+          for (const op of ops) {
+            if ("add" in op) {
+              ghosts.add(op.add);
+              model.push(op.add);
+              if (model.length > capacity) model = model.slice(model.length - capacity);
+            } else {
+              capacity = Math.max(capacity, capacity + op.grow);
+              ghosts.ensureCapacity(capacity);
+            }
+            expect(ghosts.capacity).toBe(capacity);
+            for (let hash = -5; hash <= 20; hash++) expect(ghosts.has(hash)).toBe(model.includes(hash));
+          }
+        },
+      ),
+    );
+  });
+
+  it("states its size, and what one built for a capacity holds", () => {
+    const ghosts = new GhostHistory(100);
+    expect(ghosts.byteSize).toBe(GhostHistory.bytesFor(100));
+    expect(ghosts.byteSize).toBe(4 * 100 + 8 * 256);
+  });
+});
+
+describe("SlotIndex against a Map", () => {
+  const keyArbitrary = fc.string({ unit: fc.constantFrom("a", "b", "c", "d"), maxLength: 4 });
+
+  it.each([
+    ["a good hash", (key: string) => hashKey(key, 1)],
+    ["a weak hash (every key collides)", () => 7],
+    ["a weak hash (a few chains)", (key: string) => key.length],
+  ])("finds exactly the keys inserted and not removed, with %s", (_name, hash) => {
+    fc.assert(
+      fc.property(fc.array(fc.record({ key: keyArbitrary, remove: fc.boolean() }), { maxLength: 300, size: "max" }), (ops) => {
+        const keyOf: string[] = [];
+        const index = new SlotIndex((slot, key) => keyOf[slot] === key, 4);
+        const model = new Map<string, number>();
+        const free: number[] = [];
+        for (const { key, remove } of ops) {
+          const slot = model.get(key);
+          if (remove && slot !== undefined) {
+            index.remove(hash(key), slot);
+            model.delete(key);
+            free.push(slot);
+          } else if (!remove && slot === undefined) {
+            const fresh = free.pop() ?? keyOf.length;
+            keyOf[fresh] = key;
+            index.insert(hash(key), fresh);
+            model.set(key, fresh);
+          }
+          expect(index.size).toBe(model.size);
+        }
+        for (const key of new Set(ops.map((op) => op.key))) expect(index.find(hash(key), key)).toBe(model.get(key) ?? -1);
+      }),
+    );
+  });
+});
+
+describe("SlotPool", () => {
+  it("hands out the lowest unused numbers, reuses given-back ones, and restarts on clear", () => {
+    const pool = new SlotPool();
+    expect([pool.take(), pool.take(), pool.take()]).toEqual([0, 1, 2]);
+    pool.give(1);
+    expect(pool.take()).toBe(1);
+    expect(pool.take()).toBe(3);
+    expect(pool.highWater).toBe(4);
+    pool.clear();
+    expect(pool.take()).toBe(0);
   });
 });

@@ -40,7 +40,13 @@ export const EDGE_VARS = [
     name: "EDGE_CACHE_TTL",
     default: "60",
     meaning:
-      "Seconds an edge-cached item is served without asking the origin (0-86400; 0 revalidates every read). With the origin purging changes (docs/purge.md), set 86400.",
+      "Seconds an edge-cached item is served without asking the origin (0-86400; 0 revalidates every read, a 304 with no body when unchanged). Without purging, also the longest a change takes to reach readers; with the origin purging changes (docs/purge.md), set 86400.",
+  },
+  {
+    name: "EDGE_CACHE_NOT_FOUND_TTL",
+    default: "0",
+    meaning:
+      "Seconds the edge answers an item's 404 without asking the origin (0-86400; 0 never caches a 404); once stale, the origin is asked again. With the origin purging changes (docs/purge.md), set 86400; without purging, a newly created item stays 404 at the edge for up to this long.",
   },
   {
     name: "ORIGIN_TOKEN",

@@ -1,3 +1,4 @@
+import { grownArray, grownCapacity } from "./capacity-growth.ts";
 import { SlotLists } from "./slot-lists.ts";
 
 const ORDER = 0;
@@ -42,11 +43,14 @@ export class ExpiryQueue {
     this.#order.clear();
   }
 
+  /** Bytes of its typed arrays. */
+  get byteSize(): number {
+    return this.#order.byteSize + this.#expiresAt.byteLength;
+  }
+
   #grow(count: number): void {
-    const capacity = Math.max(count, this.#expiresAt.length * 2);
+    const capacity = grownCapacity(this.#expiresAt.length, count);
     this.#order.ensureCapacity(capacity);
-    const expiresAt = new Float64Array(capacity);
-    expiresAt.set(this.#expiresAt);
-    this.#expiresAt = expiresAt;
+    this.#expiresAt = grownArray(this.#expiresAt, capacity);
   }
 }

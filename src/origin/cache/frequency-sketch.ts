@@ -15,11 +15,18 @@ const MAX_COUNT = 15;
  * block. Increments are conservative (only the smallest of the four grow), which keeps estimates
  * of rare keys honest. Every `SAMPLE_FACTOR × capacity` increments all counters are halved, so
  * the sketch forgets old popularity.
+ *
+ * Widening keeps the counts: a key's block is `hash & blockMask`, so after doubling it is either its
+ * old block or the same block in the new upper half, and copying the table into both halves gives
+ * every key its old counters (a cache that grows from a few entries to millions would otherwise
+ * forget its popularity twenty times over).
  */
 export class FrequencySketch {
   #table = new Uint32Array(0);
   #blockMask = 0;
   #capacity = 0;
+  /** The entry count the aging period is sized for (may lie between powers of two). */
+  #sampleBasis = 0;
   #sampleSize = 1;
   #additions = 0;
 
@@ -32,16 +39,35 @@ export class FrequencySketch {
     return this.#capacity;
   }
 
-  /** Widen the sketch for `capacity` entries (a power of two at least that); widening forgets the counts. */
+  /** Bytes of the counter table. */
+  get byteSize(): number {
+    return this.#table.byteLength;
+  }
+
+  /** Bytes of the table of a sketch sized for `capacity` entries. */
+  static bytesFor(capacity: number): number {
+    return (tableEntries(capacity) * COUNTERS_PER_ENTRY) / 2;
+  }
+
+  /**
+   * Size the sketch for `capacity` entries: the aging period follows `capacity`, the table widens to
+   * a power of two at least that (keeping the counts). Never narrows.
+   */
   ensureCapacity(capacity: number): void {
-    const entries = Math.min(MAX_ENTRIES, nextPowerOfTwo(Math.max(capacity, 4)));
+    const basis = Math.min(MAX_ENTRIES, Math.max(capacity, 1));
+    if (basis > this.#sampleBasis) {
+      this.#sampleBasis = basis;
+      this.#sampleSize = SAMPLE_FACTOR * basis;
+    }
+    const entries = tableEntries(capacity);
     if (entries <= this.#capacity) return;
     const words = (entries * COUNTERS_PER_ENTRY) / 8;
-    this.#table = new Uint32Array(words);
+    const old = this.#table;
+    const table = new Uint32Array(words);
+    if (old.length > 0) for (let start = 0; start < words; start += old.length) table.set(old, start);
+    this.#table = table;
     this.#blockMask = words / WORDS_PER_BLOCK - 1;
     this.#capacity = entries;
-    this.#sampleSize = SAMPLE_FACTOR * Math.min(MAX_ENTRIES, Math.max(capacity, 1));
-    this.#additions = 0;
   }
 
   /** Estimated recent count of `hash`, 0..15. */
@@ -87,6 +113,7 @@ export class FrequencySketch {
   }
 }
 
-function nextPowerOfTwo(n: number): number {
-  return 2 ** Math.ceil(Math.log2(n));
+/** Entries the table is sized for: a power of two, at least 4, at most MAX_ENTRIES. */
+function tableEntries(capacity: number): number {
+  return Math.min(MAX_ENTRIES, 2 ** Math.ceil(Math.log2(Math.max(capacity, 4))));
 }

@@ -1,3 +1,5 @@
+import { grownCapacity } from "./capacity-growth.ts";
+
 /**
  * Doubly linked lists of integer slots, kept in one typed array instead of per-entry node objects
  * (BigCache's lesson: a million entries must not mean a million small objects for the GC to trace).
@@ -16,9 +18,14 @@ export class SlotLists {
     this.#resize(Math.max(1, capacity));
   }
 
-  /** Make room for slots 0..capacity-1 (grows geometrically, keeps every list intact). */
+  /** Make room for slots 0..capacity-1 (grows by an eighth, keeps every list intact). */
   ensureCapacity(capacity: number): void {
-    if (capacity > this.#capacity) this.#resize(Math.max(capacity, this.#capacity * 2));
+    if (capacity > this.#capacity) this.#resize(grownCapacity(this.#capacity, capacity));
+  }
+
+  /** Bytes of the links array (the cache counts it against its bound). */
+  get byteSize(): number {
+    return this.#links.byteLength;
   }
 
   /** The first (least recently pushed) slot of `list`, or -1 if the list is empty. */

@@ -21,9 +21,14 @@ const MAX_WINDOW_FRACTION = 0.3;
 export class WindowSizer {
   readonly #rejected: GhostHistory;
   readonly #evicted: GhostHistory;
-  readonly #maxTarget: number;
-  readonly #initialTarget: number;
+  #maxTarget: number;
+  #initialTarget: number;
   #target: number;
+
+  /** Bytes of the ghosts of a sizer constructed for `expectedEntries`. */
+  static bytesFor(expectedEntries: number): number {
+    return 2 * GhostHistory.bytesFor(Math.ceil(GHOST_FRACTION * expectedEntries));
+  }
 
   constructor(maximum: number, initialWindow: number, expectedEntries: number) {
     const ghostCapacity = Math.ceil(GHOST_FRACTION * expectedEntries);
@@ -67,6 +72,18 @@ export class WindowSizer {
     const ghostCapacity = Math.ceil(GHOST_FRACTION * entries);
     this.#rejected.ensureCapacity(ghostCapacity);
     this.#evicted.ensureCapacity(ghostCapacity);
+  }
+
+  /** The cache's maximum weight became `maximum`, `factor` times the old one: scale the targets. */
+  rescale(maximum: number, factor: number): void {
+    this.#maxTarget = MAX_WINDOW_FRACTION * maximum;
+    this.#initialTarget *= factor;
+    this.#target = Math.min(this.#maxTarget, this.#target * factor);
+  }
+
+  /** Bytes of the two ghosts. */
+  get byteSize(): number {
+    return this.#rejected.byteSize + this.#evicted.byteSize;
   }
 
   clear(): void {

@@ -1,3 +1,4 @@
+import { grownArray, grownCapacity } from "./capacity-growth.ts";
 import { FrequencySketch } from "./frequency-sketch.ts";
 import { SlotLists } from "./slot-lists.ts";
 import { WindowSizer } from "./window-sizer.ts";
@@ -18,8 +19,11 @@ const PROTECTED_FRACTION = 0.8;
 const ADMIT_HASHDOS_THRESHOLD = 6;
 /** Bound on entries moved between segments per operation, so every operation stays O(1). */
 const QUEUE_TRANSFER_THRESHOLD = 1000;
-/** Until the cache has held this many entries, size the sketch and ghosts for min(maximum, this). */
-const INITIAL_EXPECTED_ENTRIES = 1 << 16;
+/**
+ * Until the cache has held more entries, size the sketch and ghosts for min(maximum, this) (the
+ * default, for unit weights where `maximum` bounds the entries).
+ */
+export const INITIAL_EXPECTED_ENTRIES = 1 << 16;
 
 /** Called for each slot the policy evicts, after the policy has forgotten it. */
 export type EvictListener = (slot: number) => void;
@@ -34,7 +38,8 @@ export type EvictListener = (slot: number) => void;
  * protected for entries hit while on probation. `WindowSizer` moves space between window and main.
  *
  * The policy knows slots, weights and key hashes only; the cache maps keys to slots and values.
- * All state is in typed arrays indexed by slot; no per-entry objects.
+ * All state is in typed arrays indexed by slot; no per-entry objects. The sketch and the ghosts
+ * are sized for the most entries held so far (at least the expected entries given at construction).
  */
 export class WindowTinyLfu {
   readonly #lists = new SlotLists(3);
@@ -43,10 +48,11 @@ export class WindowTinyLfu {
   #weight = new Float64Array(16);
   #hash = new Int32Array(16);
   readonly #sketch: FrequencySketch;
-  readonly #sizer: WindowSizer;
+  #sizer: WindowSizer;
   readonly #onEvict: EvictListener;
 
-  readonly #maximum: number;
+  #maximum: number;
+  #expectedEntries: number;
   #windowMaximum: number;
   #protectedMaximum: number;
   #weightedSize = 0;
@@ -55,19 +61,95 @@ export class WindowTinyLfu {
   #entries = 0;
   #random = 0x2545f491;
 
-  constructor(maximum: number, onEvict: EvictListener) {
+  /**
+   * `maximum`: the weight bound. `expectedEntries`: what to size the sketch and ghosts for until more
+   * entries are held; by default min(maximum, 65,536), right when every entry weighs at least 1 and a
+   * cache of 1-byte entries is as long as its maximum.
+   */
+  constructor(maximum: number, onEvict: EvictListener, expectedEntries = Math.min(maximum, INITIAL_EXPECTED_ENTRIES)) {
     this.#maximum = maximum;
     this.#onEvict = onEvict;
     this.#windowMaximum = maximum - Math.floor((1 - INITIAL_WINDOW_FRACTION) * maximum);
     this.#protectedMaximum = Math.floor(PROTECTED_FRACTION * (maximum - this.#windowMaximum));
-    const expectedEntries = Math.min(maximum, INITIAL_EXPECTED_ENTRIES);
-    this.#sketch = new FrequencySketch(expectedEntries);
-    this.#sizer = new WindowSizer(maximum, this.#windowMaximum, expectedEntries);
+    this.#expectedEntries = Math.max(1, expectedEntries);
+    this.#sketch = new FrequencySketch(this.#expectedEntries);
+    this.#sizer = new WindowSizer(maximum, this.#windowMaximum, this.#expectedEntries);
   }
 
   /** Sum of the weights of the slots the policy holds. */
   get weightedSize(): number {
     return this.#weightedSize;
+  }
+
+  get maximum(): number {
+    return this.#maximum;
+  }
+
+  /** Bytes of all its typed arrays (slot state, sketch, ghosts). */
+  get byteSize(): number {
+    const perSlot = this.#segment.byteLength + this.#flags.byteLength + this.#weight.byteLength + this.#hash.byteLength;
+    return this.#lists.byteSize + perSlot + this.#sketch.byteSize + this.#sizer.byteSize;
+  }
+
+  /**
+   * Bytes of the structures sized by the expected entry count rather than by slots: the sketch
+   * (which doubles) and the ghosts.
+   */
+  get sizingBytes(): number {
+    return this.#sketch.byteSize + this.#sizer.byteSize;
+  }
+
+  /** `sizingBytes` of a policy sized (or calibrated) for `expectedEntries`. */
+  static sizingBytesFor(expectedEntries: number): number {
+    const entries = Math.max(1, expectedEntries);
+    return FrequencySketch.bytesFor(entries) + WindowSizer.bytesFor(entries);
+  }
+
+  /**
+   * Size the sketch, the ghosts and the admission window for `expectedEntries` entries of `weight`
+   * each, before the first entry arrives: a byte-weighted cache learns its entry size from its first
+   * entry. The window then holds the same whole number of entries as a cache of unit weights whose
+   * maximum is as many entries, so byte weights do not change the policy's decisions.
+   */
+  calibrate(expectedEntries: number, weight: number): void {
+    const fit = Math.floor(this.#maximum / weight);
+    this.#windowMaximum = Math.min(this.#maximum, (fit - Math.floor((1 - INITIAL_WINDOW_FRACTION) * fit)) * weight);
+    this.#protectedMaximum = Math.floor(PROTECTED_FRACTION * (this.#maximum - this.#windowMaximum));
+    this.#expectedEntries = Math.max(1, expectedEntries);
+    this.#sketch.ensureCapacity(this.#expectedEntries);
+    this.#sizer = new WindowSizer(this.#maximum, this.#windowMaximum, this.#expectedEntries);
+  }
+
+  /** The key hash a held (or just evicted) slot was added with. */
+  hashOf(slot: number): number {
+    return this.#hash[slot]!;
+  }
+
+  /**
+   * Change the weight bound (the off-heap cache lowers it when its sketch widens). The window and
+   * protected segments keep their shares; evicts at once if the slots now weigh too much.
+   */
+  setMaximum(maximum: number): void {
+    if (maximum === this.#maximum) return;
+    const factor = this.#maximum > 0 ? maximum / this.#maximum : 1;
+    this.#maximum = maximum;
+    this.#windowMaximum = Math.floor(this.#windowMaximum * factor);
+    this.#protectedMaximum = Math.floor(this.#protectedMaximum * factor);
+    this.#sizer.rescale(maximum, factor);
+    this.#maintain();
+  }
+
+  /**
+   * Evict the slot the policy values least, without a duel: probation's head, else protected's,
+   * else the window's. For memory pressure the weights did not foresee; false if nothing is held.
+   */
+  evictOne(): boolean {
+    let slot = this.#lists.head(PROBATION);
+    if (slot === -1) slot = this.#lists.head(PROTECTED);
+    if (slot === -1) slot = this.#lists.head(WINDOW);
+    if (slot === -1) return false;
+    this.#evict(slot);
+    return true;
   }
 
   /** A request found the slot. */
@@ -85,12 +167,14 @@ export class WindowTinyLfu {
     this.#lists.pushTail(WINDOW, slot);
     this.#windowWeight += weight;
     this.#weightedSize += weight;
-    if (++this.#entries > this.#sketch.capacity) {
+    this.#entries++;
+    this.#sketch.increment(hash);
+    this.#maintain();
+    if (this.#entries > this.#expectedEntries) {
+      this.#expectedEntries = this.#entries;
       this.#sketch.ensureCapacity(this.#entries);
       this.#sizer.ensureCapacity(this.#entries);
     }
-    this.#sketch.increment(hash);
-    this.#maintain();
   }
 
   /** A held slot's value was replaced: it has a new weight and counts as a request. May evict. */
@@ -323,12 +407,12 @@ export class WindowTinyLfu {
 
   #ensureSlots(count: number): void {
     if (count <= this.#segment.length) return;
-    const capacity = Math.max(count, this.#segment.length * 2);
+    const capacity = grownCapacity(this.#segment.length, count);
     this.#lists.ensureCapacity(capacity);
-    this.#segment = grow(this.#segment, capacity);
-    this.#flags = grow(this.#flags, capacity);
-    this.#weight = grow(this.#weight, capacity);
-    this.#hash = grow(this.#hash, capacity);
+    this.#segment = grownArray(this.#segment, capacity);
+    this.#flags = grownArray(this.#flags, capacity);
+    this.#weight = grownArray(this.#weight, capacity);
+    this.#hash = grownArray(this.#hash, capacity);
   }
 
   /** xorshift32, for the rare random admission that defeats hash flooding of the sketch. */
@@ -340,10 +424,4 @@ export class WindowTinyLfu {
     this.#random = x;
     return x;
   }
-}
-
-function grow<T extends Uint8Array | Int32Array | Float64Array>(array: T, capacity: number): T {
-  const grown = new (array.constructor as new (length: number) => T)(capacity);
-  grown.set(array);
-  return grown;
 }

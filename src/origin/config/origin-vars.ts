@@ -36,6 +36,63 @@ export const ORIGIN_VARS = {
     },
     (raw, c): DatabaseSpec => parseDatabaseUrl(raw.trim(), c.cwd, c.problems),
   ),
+  ITEMS_TABLE: v(
+    {
+      name: "ITEMS_TABLE",
+      default: "",
+      meaning:
+        "PostgreSQL only: serve items from your own table or view (e.g. `public.products`) instead of the origin's `slim_edge_items`, read only (PUT/DELETE answer 405). Its changes must be fed to the change log: `npm run feed:install` (docs/origin.md).",
+    },
+    (raw) => optionalName(raw),
+  ),
+  ITEMS_ID_COLUMN: v(
+    { name: "ITEMS_ID_COLUMN", default: "id", meaning: "With ITEMS_TABLE: the id column (text, integer or uuid); only its canonical spelling is an id." },
+    (raw) => raw.trim(),
+  ),
+  ITEMS_JSON_COLUMN: v(
+    { name: "ITEMS_JSON_COLUMN", default: "", meaning: "With ITEMS_TABLE: the json, jsonb or text column served as the item; unset serves the whole row as JSON." },
+    (raw) => optionalName(raw),
+  ),
+  ITEMS_VERSION_COLUMN: v(
+    {
+      name: "ITEMS_VERSION_COLUMN",
+      default: "",
+      meaning:
+        "With ITEMS_TABLE: a column that changes on every write (a version number or an updated-at time) the ETag is made from; unset makes it from the content. Either way every instance computes the same ETag.",
+    },
+    (raw) => optionalName(raw),
+  ),
+  DATABASE_POOL_SIZE: v(
+    { name: "DATABASE_POOL_SIZE", default: "10", meaning: "PostgreSQL only: connections per origin process for item reads and writes (the change feed has its own two)." },
+    (raw, c) => readWholeNumber("DATABASE_POOL_SIZE", raw, { min: 1, max: 1000, unit: "connections", example: "10" }, c.problems),
+  ),
+  STORE_TIMEOUT_MS: v(
+    {
+      name: "STORE_TIMEOUT_MS",
+      default: "1000",
+      meaning:
+        "PostgreSQL only: the deadline of one store call. Past it (or when PostgreSQL is down) a miss or a write answers 503 and says why in the log; cached items keep being served.",
+    },
+    (raw, c) => readWholeNumber("STORE_TIMEOUT_MS", raw, { min: 10, max: 600_000, unit: "milliseconds", example: "1000" }, c.problems),
+  ),
+  FEED_POLL_MS: v(
+    {
+      name: "FEED_POLL_MS",
+      default: "250",
+      meaning:
+        "PostgreSQL only: how often each instance reads the change log. NOTIFY brings changes within milliseconds; the poll makes sure none is missed (NOTIFY does not keep what a disconnected listener misses).",
+    },
+    (raw, c) => readWholeNumber("FEED_POLL_MS", raw, { min: 10, max: 60_000, unit: "milliseconds", example: "250" }, c.problems),
+  ),
+  FEED_STALE_BOUND_MS: v(
+    {
+      name: "FEED_STALE_BOUND_MS",
+      default: "1000",
+      meaning:
+        "PostgreSQL only: when the change log could not be read for this long, cached items older than this are re-read from the store before they are served (and served as they are only if the store does not answer either).",
+    },
+    (raw, c) => readWholeNumber("FEED_STALE_BOUND_MS", raw, { min: 20, max: 3_600_000, unit: "milliseconds", example: "1000" }, c.problems),
+  ),
   ORIGIN_TOKEN: v(
     {
       name: "ORIGIN_TOKEN",
@@ -61,11 +118,11 @@ export const ORIGIN_VARS = {
   CACHE_TTL_SECONDS: v(
     {
       name: "CACHE_TTL_SECONDS",
-      default: "300",
+      default: "86400",
       meaning:
-        "How long a cached entry may be served before the store is read again; bounds staleness from writers other than this instance (0 = no TTL). Writes through this instance are visible at once regardless.",
+        "How long a cached entry may be served before the store is read again: a safety net, since every change reaches the cache through the change feed (PostgreSQL) or the write itself (SQLite). Set it lower if other programs write the SQLite file. 0 = no TTL.",
     },
-    (raw, c) => readSeconds("CACHE_TTL_SECONDS", raw, { min: 0, max: 10 * 365 * 86400, example: "300" }, c.problems),
+    (raw, c) => readSeconds("CACHE_TTL_SECONDS", raw, { min: 0, max: 10 * 365 * 86400, example: "86400" }, c.problems),
   ),
   ORIGIN_SEND_DATE: v(
     {
@@ -136,6 +193,12 @@ function readPort(variable: string, raw: string, c: ReadContext): number {
   if (/^\d{1,5}$/.test(value) && Number(value) <= 65535) return Number(value);
   c.problems.push({ variable, message: `"${raw}" is not a port; write a whole number from 0 to 65535.` });
   return 0;
+}
+
+/** A name, or undefined when unset. */
+function optionalName(raw: string): string | undefined {
+  const name = raw.trim();
+  return name === "" ? undefined : name;
 }
 
 function readToken(raw: string, c: ReadContext): string | undefined {

@@ -5,6 +5,7 @@
 import { ConfigError, type ConfigProblem } from "../../shared/config/config-error.ts";
 import { readWholeNumber } from "../../shared/config/grammar.ts";
 import { rawValue } from "../../shared/config/var-table.ts";
+import type { UserTableSpec } from "../store/postgres/prepare.ts";
 import type { DatabaseSpec } from "./database-url.ts";
 import { DEFAULT_SEED_ITEMS, ORIGIN_VARS, type OriginValues, type OriginVarName } from "./origin-vars.ts";
 
@@ -12,6 +13,16 @@ export interface OriginConfig {
   host: string;
   port: number;
   database: DatabaseSpec;
+  /** PostgreSQL: the user's table to serve read only; undefined = the origin's own table. */
+  userTable: UserTableSpec | undefined;
+  /** PostgreSQL connections per process. */
+  poolSize: number;
+  /** Deadline of one store call (PostgreSQL). */
+  storeTimeoutMs: number;
+  /** How often the change log is polled (PostgreSQL). */
+  feedPollMs: number;
+  /** Staleness bound while the change log cannot be read (PostgreSQL). */
+  feedStaleBoundMs: number;
   /** Shared secret expected in `x-origin-token`; undefined = no check. */
   token: string | undefined;
   maxItemBytes: number;
@@ -55,11 +66,31 @@ export function parseOriginConfig(env: Env, argv: readonly string[] = [], cwd = 
   if (v.METRICS_PORT !== undefined && v.METRICS_PORT !== 0 && v.METRICS_PORT === v.PORT && v.METRICS_HOST === v.HOST) {
     problems.push({ variable: "METRICS_PORT", message: `${v.METRICS_PORT} is the same as PORT: pick another port, or METRICS_PORT=off.` });
   }
+  const postgres = v.DATABASE_URL.kind === "postgres";
+  if (!postgres) {
+    for (const name of ["ITEMS_TABLE", "ITEMS_JSON_COLUMN", "ITEMS_VERSION_COLUMN"] as const) {
+      if (v[name] !== undefined) problems.push({ variable: name, message: `needs PostgreSQL (DATABASE_URL=postgres://…); the embedded SQLite store only serves the origin's own items.` });
+    }
+  }
+  if (v.ITEMS_TABLE !== undefined && seedItems > 0) {
+    problems.push({ variable: "SEED_SAMPLE_ITEMS", message: "cannot seed a table the origin does not own (ITEMS_TABLE is set): unset it, or drop --seed." });
+  }
+  if (postgres && v.FEED_POLL_MS >= v.FEED_STALE_BOUND_MS) {
+    problems.push({ variable: "FEED_POLL_MS", message: `${v.FEED_POLL_MS} must be below FEED_STALE_BOUND_MS (${v.FEED_STALE_BOUND_MS}): a healthy feed polls well within the bound.` });
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     host: v.HOST,
     port: v.PORT,
     database: v.DATABASE_URL,
+    userTable:
+      v.ITEMS_TABLE === undefined
+        ? undefined
+        : { table: v.ITEMS_TABLE, idColumn: v.ITEMS_ID_COLUMN, jsonColumn: v.ITEMS_JSON_COLUMN, versionColumn: v.ITEMS_VERSION_COLUMN },
+    poolSize: v.DATABASE_POOL_SIZE,
+    storeTimeoutMs: v.STORE_TIMEOUT_MS,
+    feedPollMs: v.FEED_POLL_MS,
+    feedStaleBoundMs: v.FEED_STALE_BOUND_MS,
     token: v.ORIGIN_TOKEN,
     maxItemBytes: v.MAX_ITEM_BYTES,
     cacheMaxBytes: v.CACHE_MAX_BYTES,

@@ -2,7 +2,9 @@
 // path); each transport only turns the decision into bytes through its `ReadReplies`.
 
 import { ifNoneMatchMatches } from "../../shared/if-none-match.ts";
+import type { ChangeFeed } from "../feed/change-feed.ts";
 import { ROUTE_ITEM, type OriginMetrics } from "../metrics.ts";
+import { StoreUnavailableError } from "../store/item-store.ts";
 import type { ItemLoader } from "../reads/item-loader.ts";
 import type { ReadyItems } from "../reads/ready-items.ts";
 import type { TokenCheck } from "./token-check.ts";
@@ -24,6 +26,8 @@ export interface ReadReplies<T, C> {
   unauthorized(context: C, head: boolean): T;
   /** 500: the read failed (logged here). */
   failed(context: C, head: boolean): T;
+  /** 503: the store cannot answer now (logged here). */
+  unavailable(context: C, head: boolean): T;
 }
 
 export interface ItemRead {
@@ -40,22 +44,39 @@ export interface ItemReadsOptions {
   /** undefined: no token check. */
   token: TokenCheck | undefined;
   metrics: OriginMetrics;
+  /** Whether every change is known; while not, entries older than `staleBoundMs` are re-read. */
+  feed: Pick<ChangeFeed, "healthy">;
+  staleBoundMs: number;
   log: (line: string) => void;
+  now?: () => number;
 }
+
+/** After the store failed, stale entries are served without asking it again for this long. */
+const STORE_RECHECK_MS = 1000;
 
 export class ItemReads {
   readonly #cache: ReadyItems;
   readonly #loader: ItemLoader;
   readonly #token: TokenCheck | undefined;
   readonly #metrics: OriginMetrics;
+  readonly #feed: Pick<ChangeFeed, "healthy">;
+  readonly #staleBoundMs: number;
   readonly #log: (line: string) => void;
+  readonly #now: () => number;
+  #lastUnavailableAt = Number.NEGATIVE_INFINITY;
+  #unavailableLogged = false;
+  /** Cached entries served as they were because the store could not confirm them. */
+  staleServed = 0;
 
   constructor(options: ItemReadsOptions) {
     this.#cache = options.cache;
     this.#loader = options.loader;
     this.#token = options.token;
     this.#metrics = options.metrics;
+    this.#feed = options.feed;
+    this.#staleBoundMs = options.staleBoundMs;
     this.#log = options.log;
+    this.#now = options.now ?? (() => performance.now());
   }
 
   /** Whether a request carrying this `x-origin-token` may be answered (every route on the item port asks). */
@@ -74,19 +95,66 @@ export class ItemReads {
       return replies.unauthorized(context, request.head);
     }
     const cached = this.#cache.get(request.id);
-    if (cached !== undefined) return this.#reply(cached, request.ifNoneMatch, request.head, replies, context);
+    if (cached !== undefined) {
+      if (this.#feed.healthy || this.#cache.lastAgeMs() <= this.#staleBoundMs) {
+        return this.#reply(cached, request.ifNoneMatch, request.head, replies, context);
+      }
+      return this.#confirm(this.#cache.keep(cached), request, replies, context);
+    }
     const { id, ifNoneMatch, head } = request;
     return this.#loader.load(id).then(
-      (entry) => this.#reply(entry, ifNoneMatch, head, replies, context),
+      (entry) => this.#reply(this.#storeAnswered(entry), ifNoneMatch, head, replies, context),
       (error: unknown) => this.failed(error, `${method} /items/${id}`, head, replies, context),
     );
   }
 
-  /** A read that threw before it could be answered: 500, logged, counted. */
+  /**
+   * The change feed is down and the entry is older than the bound: a change may have been missed, so the
+   * store is asked. If it cannot answer, nobody can have changed the item through it either, and the
+   * entry is the best answer there is.
+   */
+  #confirm<T, C>(kept: ReadyEntry, request: ItemRead, replies: ReadReplies<T, C>, context: C): T | Promise<T> {
+    const { id, ifNoneMatch, head } = request;
+    const stale = () => {
+      this.staleServed++;
+      return this.#reply(kept, ifNoneMatch, head, replies, context);
+    };
+    if (this.#now() - this.#lastUnavailableAt < STORE_RECHECK_MS) return stale();
+    return this.#loader.load(id).then(
+      (entry) => this.#reply(this.#storeAnswered(entry), ifNoneMatch, head, replies, context),
+      (error: unknown) => (error instanceof StoreUnavailableError ? (this.#noteUnavailable(error), stale()) : this.failed(error, `GET /items/${id}`, head, replies, context)),
+    );
+  }
+
+  /** A read that threw before it could be answered: 503 when the store is unavailable, else 500; logged, counted. */
   failed<T, C>(error: unknown, what: string, head: boolean, replies: ReadReplies<T, C>, context: C): T {
+    const method = head ? "HEAD" : "GET";
+    if (error instanceof StoreUnavailableError) {
+      this.#noteUnavailable(error);
+      this.#metrics.countRequest(ROUTE_ITEM, method, 503);
+      return replies.unavailable(context, head);
+    }
     this.#log(`origin: ${what} failed: ${(error as Error)?.stack ?? String(error)}`);
-    this.#metrics.countRequest(ROUTE_ITEM, head ? "HEAD" : "GET", 500);
+    this.#metrics.countRequest(ROUTE_ITEM, method, 500);
     return replies.failed(context, head);
+  }
+
+  /** One log line when the store stops answering (not one per request), one when it answers again. */
+  #noteUnavailable(error: StoreUnavailableError): void {
+    this.#lastUnavailableAt = this.#now();
+    if (!this.#unavailableLogged) {
+      this.#unavailableLogged = true;
+      this.#log(`origin: store unavailable, answering misses 503 and serving what is cached: ${error.message}`);
+    }
+  }
+
+  #storeAnswered(entry: ReadyEntry): ReadyEntry {
+    if (this.#unavailableLogged) {
+      this.#unavailableLogged = false;
+      this.#lastUnavailableAt = Number.NEGATIVE_INFINITY;
+      this.#log("origin: store answering again");
+    }
+    return entry;
   }
 
   #reply<T, C>(entry: ReadyEntry, ifNoneMatch: string | undefined, head: boolean, replies: ReadReplies<T, C>, context: C): T {

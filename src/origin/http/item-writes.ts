@@ -5,10 +5,10 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ROUTE_ITEM, type OriginMetrics, type StoreOp } from "../metrics.ts";
 import type { ItemLoader } from "../reads/item-loader.ts";
-import type { ItemStore } from "../store/item-store.ts";
+import { StoreUnavailableError, type ItemStore } from "../store/item-store.ts";
 import { isJsonContentType, readBody } from "./body.ts";
 import { checkAndMinifyJson } from "./json.ts";
-import { INTERNAL_ERROR, MISSING, type Wire } from "./wire.ts";
+import { INTERNAL_ERROR, MISSING, STORE_UNAVAILABLE, type Wire } from "./wire.ts";
 
 /** A declared body up to this size over MAX_ITEM_BYTES is drained (connection kept); beyond, closed. */
 const DRAIN_LIMIT = 1 << 20;
@@ -43,10 +43,12 @@ export class ItemWrites {
       if (method === "PUT") await this.#put(req, res, id, contentType);
       else await this.#delete(res, id);
     } catch (error) {
-      this.#o.log(`origin: ${method} /items/${id} failed: ${(error as Error)?.stack ?? String(error)}`);
+      // The write may or may not have committed (a timeout): the change feed reports it if it did.
+      const unavailable = error instanceof StoreUnavailableError;
+      this.#o.log(`origin: ${method} /items/${id} failed: ${unavailable ? (error as Error).message : ((error as Error)?.stack ?? String(error))}`);
       if (res.headersSent) res.destroy();
-      else this.#o.wire.error(res, 500, INTERNAL_ERROR);
-      this.#o.metrics.countRequest(ROUTE_ITEM, method, 500);
+      else this.#o.wire.error(res, unavailable ? 503 : 500, unavailable ? STORE_UNAVAILABLE : INTERNAL_ERROR);
+      this.#o.metrics.countRequest(ROUTE_ITEM, method, unavailable ? 503 : 500);
     }
   }
 

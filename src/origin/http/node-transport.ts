@@ -10,7 +10,7 @@ import type { ItemReads, ReadReplies } from "./item-reads.ts";
 import { bodyUnread, type ItemWrites } from "./item-writes.ts";
 import type { Operational } from "./operational.ts";
 import { pickHeaders, type RequestHeaderPick } from "./request-headers.ts";
-import { INTERNAL_ERROR, item200Head, item304Head, itemBody, TOKEN_ERROR, type Wire } from "./wire.ts";
+import { INTERNAL_ERROR, item200Head, item304Head, itemBody, STORE_UNAVAILABLE, TOKEN_ERROR, type Wire } from "./wire.ts";
 
 const ALLOW = ["Allow", "GET, HEAD, PUT, DELETE"];
 
@@ -118,6 +118,9 @@ function nodeReplies(wire: Wire): ReadReplies<void, ServerResponse> {
     failed(res) {
       if (res.headersSent) res.destroy();
       else wire.error(res, 500, INTERNAL_ERROR);
+    },
+    unavailable(res) {
+      wire.error(res, 503, STORE_UNAVAILABLE);
     },
   };
 }

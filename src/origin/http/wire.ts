@@ -102,6 +102,7 @@ const ZERO_LENGTH = ["Content-Length", "0"];
 const JSON_TYPE = "application/json";
 export const TOKEN_ERROR = "missing or wrong x-origin-token";
 export const INTERNAL_ERROR = "internal error (logged at the origin)";
+export const STORE_UNAVAILABLE = "store unavailable (logged at the origin); try again";
 
 /**
  * `head` (latin1 text) then `body`'s bytes, as one flat latin1 string: decoded from a scratch buffer, so
@@ -121,6 +122,8 @@ export interface FixedResponses {
   unauthorizedHead: WireBytes;
   internalError: WireBytes;
   internalErrorHead: WireBytes;
+  unavailable: WireBytes;
+  unavailableHead: WireBytes;
   requestTimeout: WireBytes;
 }
 
@@ -136,12 +139,15 @@ export class Wire {
     this.#reasonPhrase = options.reasonPhrase;
     const unauthorized = errorParts(TOKEN_ERROR);
     const internal = errorParts(INTERNAL_ERROR);
+    const unavailable = errorParts(STORE_UNAVAILABLE);
     this.fixed = {
       notFound: wireBytes(this.encodeHead(404, ZERO_LENGTH)),
       unauthorized: wireBytes(this.encodeHead(401, unauthorized.headers), unauthorized.body),
       unauthorizedHead: wireBytes(this.encodeHead(401, unauthorized.headers)),
       internalError: wireBytes(this.encodeHead(500, internal.headers), internal.body),
       internalErrorHead: wireBytes(this.encodeHead(500, internal.headers)),
+      unavailable: wireBytes(this.encodeHead(503, unavailable.headers), unavailable.body),
+      unavailableHead: wireBytes(this.encodeHead(503, unavailable.headers)),
       requestTimeout: wireBytes(this.encodeHead(408, [...ZERO_LENGTH, "Connection", "close"])),
     };
   }

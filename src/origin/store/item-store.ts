@@ -36,3 +36,18 @@ export interface ItemStore {
   /** Waits for writes in flight, then closes. */
   close(): Promise<void>;
 }
+
+/**
+ * The store cannot answer now (down, unreachable, too slow, refusing): requests that need it get 503 with
+ * the reason logged, cached answers keep being served, and nothing is retried behind the caller's back.
+ */
+export class StoreUnavailableError extends Error {
+  /** The store did not answer within its deadline (rather than answering with an error). */
+  readonly timedOut: boolean;
+
+  constructor(message: string, options: { cause?: unknown; timedOut?: boolean } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = "StoreUnavailableError";
+    this.timedOut = options.timedOut ?? false;
+  }
+}

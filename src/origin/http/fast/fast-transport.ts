@@ -43,6 +43,7 @@ export function attachFastPath(server: Server, options: FastPathOptions): FastPa
     notFound: () => wire.fixed.notFound,
     unauthorized: (_, head) => (head ? wire.fixed.unauthorizedHead : wire.fixed.unauthorized),
     failed: (_, head) => (head ? wire.fixed.internalErrorHead : wire.fixed.internalError),
+    unavailable: (_, head) => (head ? wire.fixed.unavailableHead : wire.fixed.unavailable),
   };
   const context: FastContext = {
     answer: (request) => reads.answer(request, replies, undefined),

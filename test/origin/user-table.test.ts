@@ -1,0 +1,136 @@
+// Serving the user's own table (ITEMS_TABLE): read only, typed ids in their canonical spelling, ETags every
+// instance computes alike, changes made by any other writer of the table fed to every instance through the
+// trigger `npm run feed:install` installs, and every misconfiguration refused at start naming the variable.
+import { execFile } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { ConfigError } from "../../src/shared/config/config-error.ts";
+import { startOrigin } from "../../src/origin/start-origin.ts";
+import { testConfig } from "./harness.ts";
+import { startOnPostgres, usePostgres } from "./pg-harness.ts";
+
+const postgres = usePostgres();
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+
+/** `npm run feed:install -- ARGS` as a user would run it; resolves with its exit code and output. */
+function feedInstall(url: string | undefined, args: string[]): Promise<{ code: number; out: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ["scripts/feed-install.ts", ...args],
+      { cwd: ROOT, env: { ...process.env, ...(url === undefined ? {} : { DATABASE_URL: url }) } },
+      (error, stdout, stderr) => resolve({ code: error ? Number(error.code) : 0, out: stdout + stderr }),
+    );
+  });
+}
+
+async function catalogue(): Promise<{ url: string; db: string }> {
+  const url = await postgres.database();
+  const db = url.slice(url.lastIndexOf("/") + 1);
+  await postgres.pg.sql(
+    `CREATE TABLE products (sku text PRIMARY KEY, doc jsonb NOT NULL, revision int NOT NULL DEFAULT 1);
+     INSERT INTO products VALUES ('A-1', '{"name": "anvil", "price": 10}', 1), ('B-2', '{"name": "bolt"}', 7);
+     CREATE TABLE orders (id bigint PRIMARY KEY, total numeric, status text);
+     INSERT INTO orders VALUES (7, 12.50, 'open');`,
+    db,
+  );
+  return { url, db };
+}
+
+async function get(url: string): Promise<{ status: number; etag: string | null; body: string }> {
+  const res = await fetch(url);
+  return { status: res.status, etag: res.headers.get("etag"), body: await res.text() };
+}
+
+async function eventually(url: string, body: string | null): Promise<void> {
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    const r = await get(url);
+    if (body === null ? r.status === 404 : r.body === body) return;
+    if (Date.now() > deadline) throw new Error(`${url} answers ${r.status} ${r.body}, not ${body ?? "404"}`);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+describe("serving the user's own table", () => {
+  it("reads a JSON column, refuses writes with 405, and every other writer's change reaches every instance", async () => {
+    const { url, db } = await catalogue();
+    const install = await feedInstall(url, ["--table", "products", "--id-column", "sku"]);
+    expect(install).toMatchObject({ code: 0, out: expect.stringMatching(/now reach every origin instance/) });
+    const env = { ITEMS_TABLE: "products", ITEMS_ID_COLUMN: "sku", ITEMS_JSON_COLUMN: "doc" };
+    const [a, b] = [await startOnPostgres(url, env), await startOnPostgres(url, env)];
+
+    const first = await get(`${a.url}/items/A-1`);
+    expect(first).toEqual({ status: 200, etag: expect.stringMatching(/^"[0-9A-Za-z_-]{12}"$/), body: '{"name":"anvil","price":10}' });
+    expect((await get(`${b.url}/items/A-1`)).etag).toBe(first.etag); // from the content: the same everywhere
+    expect((await get(`${a.url}/items/nope`)).status).toBe(404);
+
+    const write = await fetch(`${a.url}/items/A-1`, { method: "PUT", headers: { "content-type": "application/json" }, body: "{}" });
+    expect(write.status).toBe(405);
+    expect(write.headers.get("allow")).toBe("GET, HEAD");
+    expect(((await write.json()) as { error: string }).error).toMatch(/a table the origin does not own .*products.*change them there/);
+
+    await postgres.pg.sql(`UPDATE products SET doc = '{"name": "anvil", "price": 12}' WHERE sku = 'A-1'`, db);
+    for (const o of [a, b]) await eventually(`${o.url}/items/A-1`, '{"name":"anvil","price":12}');
+    await postgres.pg.sql(`INSERT INTO products VALUES ('C-3', '{"name": "cog"}')`, db);
+    for (const o of [a, b]) await eventually(`${o.url}/items/C-3`, '{"name":"cog"}');
+    await postgres.pg.sql(`DELETE FROM products WHERE sku = 'C-3'`, db);
+    for (const o of [a, b]) await eventually(`${o.url}/items/C-3`, null);
+    await postgres.pg.sql(`UPDATE products SET sku = 'A-9' WHERE sku = 'A-1'`, db); // the old id goes too
+    for (const o of [a, b]) await eventually(`${o.url}/items/A-1`, null);
+    await postgres.pg.sql("TRUNCATE products", db);
+    for (const o of [a, b]) await eventually(`${o.url}/items/B-2`, null);
+  });
+
+  it("serves whole rows with integer ids in their canonical spelling, ETags from a version column", async () => {
+    const { url, db } = await catalogue();
+    await feedInstall(url, ["--table", "public.orders"]);
+    const origin = await startOnPostgres(url, { ITEMS_TABLE: "public.orders", ITEMS_VERSION_COLUMN: "total" });
+    expect(await get(`${origin.url}/items/7`)).toEqual({ status: 200, etag: expect.stringMatching(/^"[0-9A-Za-z_-]{12}"$/), body: '{"id":7,"total":12.50,"status":"open"}' });
+    for (const id of ["07", "-0", "9223372036854775808", "x"]) expect((await get(`${origin.url}/items/${id}`)).status).toBe(404);
+    await postgres.pg.sql(`ALTER TABLE orders ADD COLUMN v bigint NOT NULL DEFAULT 1`, db);
+    const versioned = await startOnPostgres(url, { ITEMS_TABLE: "orders", ITEMS_VERSION_COLUMN: "v" });
+    expect((await get(`${versioned.url}/items/7`)).etag).toBe('"v1"');
+  });
+
+  it("prints the install SQL with --print, and refuses to run without a table or a database", async () => {
+    const printed = await feedInstall(undefined, ["--table", "shop.products", "--id-column", "sku", "--print"]);
+    expect(printed.code).toBe(0);
+    expect(printed.out).toMatch(/CREATE OR REPLACE TRIGGER slim_edge_record_change AFTER INSERT OR UPDATE OR DELETE ON "shop"."products"/);
+    expect(await feedInstall(undefined, ["--table", "products"])).toMatchObject({ code: 2, out: expect.stringMatching(/set DATABASE_URL/) });
+    expect(await feedInstall("postgres://x@127.0.0.1:1/x", [])).toMatchObject({ code: 2, out: expect.stringMatching(/--table is required/) });
+  });
+
+  it.each([
+    ["an unknown id column", { ITEMS_TABLE: "products", ITEMS_ID_COLUMN: "code" }, "ITEMS_ID_COLUMN", /has no column 'code'; its columns are sku, doc, revision/],
+    ["an unknown JSON column", { ITEMS_TABLE: "products", ITEMS_ID_COLUMN: "sku", ITEMS_JSON_COLUMN: "data" }, "ITEMS_JSON_COLUMN", /has no column 'data'/],
+    ["a JSON column that is not JSON", { ITEMS_TABLE: "products", ITEMS_ID_COLUMN: "sku", ITEMS_JSON_COLUMN: "revision" }, "ITEMS_JSON_COLUMN", /revision is integer; use a json, jsonb or text column/],
+    ["an unsupported id type", { ITEMS_TABLE: "orders", ITEMS_ID_COLUMN: "total" }, "ITEMS_ID_COLUMN", /total is numeric; item ids must be text, an integer or a uuid/],
+    ["a table without the trigger", { ITEMS_TABLE: "products", ITEMS_ID_COLUMN: "sku" }, "ITEMS_TABLE", /no trigger feeds changes of products .* `npm run feed:install -- --table products --id-column sku`/],
+  ])("refuses %s at start, naming the variable and the fix", async (_, env, variable, message) => {
+    const { url } = await catalogue();
+    // The change log is installed (with the trigger on the table, except where its absence is the point).
+    await feedInstall(url, variable === "ITEMS_TABLE" ? ["--table", "orders"] : ["--table", env.ITEMS_TABLE, "--id-column", env.ITEMS_ID_COLUMN]);
+    const error = await startOrigin({ config: testConfig({ DATABASE_URL: url, ...env }), log: () => {} }).then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).problems).toEqual([{ variable, message: expect.stringMatching(message) }]);
+  });
+
+  it("refuses a table whose database has no change log yet, and a view whose table is not fed", async () => {
+    const { url, db } = await catalogue();
+    const noLog = await startOrigin({ config: testConfig({ DATABASE_URL: url, ITEMS_TABLE: "products", ITEMS_ID_COLUMN: "sku" }), log: () => {} }).catch((e: unknown) => e);
+    expect((noLog as ConfigError).problems[0]!.message).toMatch(/the change log \(slim_edge_changes\) is not installed/);
+    await feedInstall(url, ["--table", "orders"]);
+    await postgres.pg.sql("CREATE VIEW catalogue AS SELECT sku AS id, doc FROM products", db);
+    const view = await startOrigin({ config: testConfig({ DATABASE_URL: url, ITEMS_TABLE: "catalogue", ITEMS_JSON_COLUMN: "doc" }), log: () => {} }).catch((e: unknown) => e);
+    expect((view as ConfigError).problems[0]!.message).toMatch(/no trigger feeds changes of products \(a table the view catalogue reads\)/);
+    await feedInstall(url, ["--table", "products", "--id-column", "sku"]);
+    const served = await startOnPostgres(url, { ITEMS_TABLE: "catalogue", ITEMS_JSON_COLUMN: "doc" });
+    expect((await get(`${served.url}/items/B-2`)).body).toBe('{"name":"bolt"}');
+  });
+
+  it("refuses ITEMS_* with the SQLite store, and seeding a table it does not own", () => {
+    expect(() => testConfig({ ITEMS_TABLE: "products" })).toThrow(/ITEMS_TABLE: needs PostgreSQL/);
+    expect(() => testConfig({ DATABASE_URL: "postgres://db/x", ITEMS_TABLE: "products", SEED_SAMPLE_ITEMS: "5" })).toThrow(/SEED_SAMPLE_ITEMS: cannot seed a table the origin does not own/);
+  });
+});

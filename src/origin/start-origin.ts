@@ -51,6 +51,8 @@ export interface StartOptions {
   fastPath?: boolean;
   /** How long a fast-path connection may sit on a partial request head (default: node's headersTimeout). */
   headersTimeoutMs?: number;
+  /** A write through this instance committed (cluster mode relays it to the other processes). */
+  onCommitted?: (id: string) => void;
   log?: (line: string) => void;
 }
 
@@ -161,6 +163,7 @@ async function start(options: StartOptions, store: ItemStore, feed: ChangeFeed, 
     metrics,
     maxItemBytes: config.maxItemBytes,
     readOnlyReason: `items come from a table the origin does not own (${store.description}): change them there; PUT and DELETE are refused`,
+    committed: (id) => options.onCommitted?.(id),
     log,
   });
   const operational = new Operational(wire, metrics, store, log);

@@ -9,7 +9,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { INSTALL_HINT, findPostgresBin, startThrowawayPostgres, type ThrowawayPostgres } from "../support/node/postgres-cluster.ts";
+import { INSTALL_HINT, findPostgresBin, startThrowawayPostgres, type ThrowawayPostgres } from "../../scripts/lib/postgres-cluster.ts";
 
 /** Resolves with the connect error code ("ECONNREFUSED") or "connected". */
 function probe(port: number): Promise<string> {
@@ -116,7 +116,7 @@ describe("throwaway PostgreSQL cluster", () => {
   }, 30_000);
 
   it("a process killed with SIGKILL leaves no server behind: the watchdog stops it and removes the dir", async () => {
-    const helper = new URL("../support/node/postgres-cluster.ts", import.meta.url).href;
+    const helper = new URL("../../scripts/lib/postgres-cluster.ts", import.meta.url).href;
     const script = `const { startThrowawayPostgres } = await import(${JSON.stringify(helper)});
       const pg = await startThrowawayPostgres();
       process.stdout.write(JSON.stringify({ dir: pg.dir, port: pg.port }), () => process.kill(process.pid, "SIGKILL"));`;

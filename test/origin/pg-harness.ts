@@ -2,7 +2,7 @@
 // server get their own), a fresh database per test, and origins started on it in this process or as real
 // child processes (src/origin/main.ts).
 import { afterAll, beforeAll } from "vitest";
-import { startThrowawayPostgres, type ThrowawayPostgres } from "../support/node/postgres-cluster.ts";
+import { startThrowawayPostgres, type ThrowawayPostgres } from "../../scripts/lib/postgres-cluster.ts";
 import { registerCleanup, start } from "./harness.ts";
 import type { RunningOrigin, StartOptions } from "../../src/origin/start-origin.ts";
 

@@ -22,6 +22,8 @@ export interface ItemWritesOptions {
   maxItemBytes: number;
   /** Why writes are refused when the store is read-only (names the variable that made it so). */
   readOnlyReason: string;
+  /** A write through this instance committed (before its 204): relays, the purger, the membership filter. */
+  committed: (id: string) => void;
   log: (line: string) => void;
 }
 
@@ -88,6 +90,7 @@ export class ItemWrites {
       throw error;
     }
     loader.endWrite(ticket, wire.entry({ etag, body: json.minified }));
+    this.#o.committed(id);
     wire.head(res, 204, ["ETag", etag]);
     metrics.countRequest(ROUTE_ITEM, "PUT", 204);
   }
@@ -102,6 +105,7 @@ export class ItemWrites {
       throw error;
     }
     loader.endWrite(ticket, MISSING);
+    this.#o.committed(id);
     wire.head(res, 204);
     metrics.countRequest(ROUTE_ITEM, "DELETE", 204);
   }

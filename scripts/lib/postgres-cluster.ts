@@ -26,7 +26,7 @@ import { fileURLToPath } from "node:url";
  * leave servers behind.
  *
  * Run directly, it starts one cluster, prints its URL and keeps it until Ctrl-C:
- *   node test/support/node/postgres-cluster.ts
+ *   node scripts/lib/postgres-cluster.ts
  */
 
 /** The superuser every throwaway cluster is created with; trusted on loopback, no password. */
@@ -477,7 +477,7 @@ function startWatchdog(dir: string, dataDir: string, bin: string): ChildProcess 
   }
 }
 
-// `node test/support/node/postgres-cluster.ts`: one cluster for local runs, until Ctrl-C.
+// `node scripts/lib/postgres-cluster.ts`: one cluster for local runs, until Ctrl-C.
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const cluster = await startThrowawayPostgres();
   console.log(`throwaway PostgreSQL (${userInfo().username === "root" ? "as the postgres user" : "as you"}) in ${cluster.dir}`);

@@ -1,5 +1,6 @@
-// `npm run egress`: origin egress per edge request, before (the seed system) and after (slim-edge), counted
-// on the origin's socket with the same traffic in the same run. See bench/egress/README.md.
+// `npm run egress`: origin egress per edge request, before (the seed system) and after (slim-edge, in TTL mode
+// and in purge mode), counted on the origin's socket with the same traffic in the same run, and how long the
+// edge served an item's old version after each write. See bench/egress/README.md.
 
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, relative, resolve } from "node:path";
@@ -7,14 +8,15 @@ import { loadAccessLog } from "./egress/access-log.ts";
 import { ArgsError, parseArgs, USAGE, type EgressArgs } from "./egress/args.ts";
 import { renderChart } from "./egress/chart.ts";
 import { generateTraffic, InputError, loadMix } from "./egress/mix.ts";
-import { runPhase, type PhaseResult, type SystemName } from "./egress/phase.ts";
+import { runPhase } from "./egress/phase.ts";
 import { cleanupAll, installCleanupHandlers } from "./egress/processes.ts";
 import { Progress } from "./egress/progress.ts";
 import { buildReport, REPORT_SCHEMA, type EgressReport } from "./egress/report.ts";
 import { INGRESS_NGINX_CORS_BYTES } from "./egress/seed-system.ts";
-import { startAfter, startBefore, type Measured } from "./egress/systems.ts";
+import { giveUpMs } from "./egress/staleness.ts";
+import { PURGE_MODE_TTL, startBefore, startEdgeSystem, type EdgeSystem, type Measured } from "./egress/systems.ts";
 import { markdownTable, terminalTable } from "./egress/table.ts";
-import { countRequests, type Traffic } from "./egress/traffic.ts";
+import { countRequests, markFirstReads, type Traffic } from "./egress/traffic.ts";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -35,8 +37,14 @@ async function main(): Promise<number> {
     return 0;
   }
   if (args.render !== undefined) {
-    const report = JSON.parse(readFileSync(resolve(process.cwd(), args.render), "utf8")) as EgressReport;
-    if (report.schema !== REPORT_SCHEMA) {
+    let report: EgressReport;
+    try {
+      report = JSON.parse(readFileSync(resolve(process.cwd(), args.render), "utf8")) as EgressReport;
+    } catch (error) {
+      log(`egress: cannot read ${args.render}: ${(error as Error).message}`);
+      return 2;
+    }
+    if (report?.schema !== REPORT_SCHEMA) {
       log(`egress: ${args.render} is not an egress report (schema ${JSON.stringify(report.schema)}, expected ${REPORT_SCHEMA})`);
       return 2;
     }
@@ -78,6 +86,7 @@ async function main(): Promise<number> {
   }
 
   installCleanupHandlers(log);
+  markFirstReads(traffic.events);
   const counts = countRequests(traffic.events);
   const progress = new Progress();
   log(
@@ -85,50 +94,54 @@ async function main(): Promise<number> {
       `${counts.writes} writes, ${traffic.concurrency} connections`,
   );
 
-  // wrangler needs several seconds to start: start it while the "before" system is measured.
-  log("egress: starting the origin and the worker (wrangler dev) in the background…");
-  const afterSystem = startAfter(traffic, { echo: args.verbose, startTimeoutMs: 120_000, log });
-  afterSystem.catch(() => {}); // reported when awaited
-
-  const measure = async (system: SystemName, measured: Measured): Promise<PhaseResult> => {
-    let base = measured.relay.snapshot().upstreamBytes;
-    let partSeen = "";
-    return runPhase({
-      system,
-      traffic,
-      measured,
-      overlap: args.overlap,
-      progress: (done, total, part) => {
-        if (part !== partSeen) {
-          partSeen = part;
-          base = measured.relay.snapshot().upstreamBytes;
-          progress.start(`${system} ${part}`);
-        }
-        const originBytes = measured.relay.snapshot().upstreamBytes - base;
-        progress.update(done, total, `origin ${(originBytes / Math.max(1, done)).toFixed(1)} B/req`);
-      },
-    });
-  };
+  // Both slim-edge systems start while the "before" system is measured; a purge of every item reaches the ids
+  // the traffic names.
+  const knownIds = new Set<string>();
+  for (const e of traffic.events) if (e.id !== undefined) knownIds.add(e.id);
+  log(`egress: starting slim-edge twice in the background (origin + worker under Miniflare): TTL mode, and purge mode (${args.purgePlan} plan)…`);
+  const edgeOptions = { plan: args.purgePlan, knownIds, echo: args.verbose, log };
+  const ttlSystem = startEdgeSystem(traffic, { ...edgeOptions, mode: "ttl" });
+  const purgeSystem = startEdgeSystem(traffic, { ...edgeOptions, mode: "purge" });
+  ttlSystem.catch(() => {}); // reported when awaited
+  purgeSystem.catch(() => {});
 
   const before = await startBefore(traffic);
-  const beforeResult = await measure("before", before);
+  const beforeResult = await runPhase({ system: "before", traffic, measured: before, overlap: args.overlap, progress: progressOf(progress, [before]).for(0, "before") });
   await before.stop();
   progress.done(`egress: before: ${beforeResult.records.length.toLocaleString("en-US")} requests in ${beforeResult.seconds.toFixed(1)} s`);
 
-  let after: Measured;
-  try {
-    after = await afterSystem;
-  } catch (error) {
-    log(`egress: the "after" system did not start: ${(error as Error).message}`);
-    return 1;
+  const systems: EdgeSystem[] = [];
+  for (const [name, started] of [["after (TTL mode)", ttlSystem], ["purge mode", purgeSystem]] as const) {
+    try {
+      systems.push(await started);
+    } catch (error) {
+      log(`egress: the ${name} system did not start: ${(error as Error).message}`);
+      return 1;
+    }
   }
-  const afterResult = await measure("after", after);
-  progress.done(`egress: after: ${afterResult.records.length.toLocaleString("en-US")} requests in ${afterResult.seconds.toFixed(1)} s`);
-  await after.stop();
+  const [ttl, purge] = systems as [EdgeSystem, EdgeSystem];
+  // The two modes replay the same events side by side (each paced on its own), so a default run stays short;
+  // each write is probed until its system's edge serves the new version.
+  log(
+    `egress: replaying in both modes at once; staleness probes every 10-100 ms after each measured write, ` +
+      `giving up after ${giveUpMs(ttlSeconds(ttl))} ms (TTL mode) / ${giveUpMs(Number(PURGE_MODE_TTL))} ms (purge mode)`,
+  );
+  const both = progressOf(progress, [ttl, purge]);
+  const [afterResult, purgeResult] = await Promise.all(
+    ([["after", ttl], ["purge", purge]] as const).map(([system, measured], i) =>
+      runPhase({ system, traffic, measured, overlap: args.overlap, progress: both.for(i, "after+purge"), staleness: { limitMs: giveUpMs(ttlSeconds(measured)) } }),
+    ),
+  );
+  progress.done(
+    `egress: after (TTL mode): ${afterResult!.records.length.toLocaleString("en-US")} requests in ${afterResult!.seconds.toFixed(1)} s; ` +
+      `purge mode: ${purgeResult!.records.length.toLocaleString("en-US")} in ${purgeResult!.seconds.toFixed(1)} s`,
+  );
+  await Promise.all([ttl.stop(), purge.stop()]);
 
   const report = buildReport({
     before: beforeResult,
-    after: afterResult,
+    after: afterResult!,
+    purge: { phase: purgeResult!, plan: args.purgePlan, calls: purge.standIn!.calls, applied: purge.edge.purges, workerVars: purge.workerVars },
     pricing: { requestsPerDay: args.requestsPerDay, usdPerGb: args.usdPerGb },
     maxRatio: args.maxRatio,
     command: `npm run egress${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(" ")}` : ""}`,
@@ -137,7 +150,7 @@ async function main(): Promise<number> {
       description: traffic.description,
       requests: counts.measured,
       warmupRequests: counts.warmup,
-      writes: afterResult.writes,
+      writes: afterResult!.writes,
       concurrency: traffic.concurrency,
       ratePerSecond: traffic.ratePerSecond,
       seed,
@@ -156,7 +169,46 @@ async function main(): Promise<number> {
     log(`egress: after/before = ${(report.ratio * 100).toFixed(1)}% is above the target ${(args.maxRatio * 100).toFixed(0)}%`);
     return 3;
   }
+  if (args.check && report.purge !== undefined && !report.purge.target.met) {
+    log("egress: purge mode missed its target (see the table)");
+    return 3;
+  }
   return 0;
+}
+
+/** The EDGE_CACHE_TTL a system's worker runs with (the worker's default, 60, when the mix sets none). */
+function ttlSeconds(system: EdgeSystem): number {
+  const raw = system.workerVars["EDGE_CACHE_TTL"];
+  return raw === undefined || raw.trim() === "" ? 60 : Number(raw);
+}
+
+/**
+ * One progress line for replays that run side by side: it follows the one furthest behind (warm-up before
+ * measure) and shows each system's origin bytes per request so far.
+ */
+function progressOf(progress: Progress, systems: Measured[]) {
+  const state = systems.map((measured) => ({ done: 0, total: 0, part: "", base: measured.relay.snapshot().upstreamBytes, measured }));
+  const rank = (x: { part: string }) => (x.part === "measure" ? 1 : 0);
+  let label = "";
+  return {
+    for: (i: number, name: string) => (done: number, total: number, part: string) => {
+      const s = state[i]!;
+      if (part !== s.part) {
+        s.part = part;
+        s.base = s.measured.relay.snapshot().upstreamBytes;
+      }
+      s.done = done;
+      s.total = total;
+      const behind = state.reduce((a, b) => (rank(b) < rank(a) || (rank(b) === rank(a) && b.done < a.done) ? b : a));
+      const line = `${name} ${behind.part}`;
+      if (line !== label) {
+        label = line;
+        progress.start(line);
+      }
+      const perRequest = state.map((x) => ((x.measured.relay.snapshot().upstreamBytes - x.base) / Math.max(1, x.done)).toFixed(1)).join(" / ");
+      progress.update(behind.done, behind.total, `origin ${perRequest} B/req`);
+    },
+  };
 }
 
 /** Prints the table and writes the JSON (unless re-rendering), the SVG and the Markdown tables. */

@@ -1,5 +1,7 @@
 // Command line of `npm run egress`.
 
+import { PURGE_PLANS, type PurgePlanName } from "../../src/origin/purge/token-bucket.ts";
+
 export interface EgressArgs {
   mix: string;
   log: string | undefined;
@@ -18,6 +20,8 @@ export interface EgressArgs {
   verbose: boolean;
   render: string | undefined;
   overlap: boolean;
+  /** The Cloudflare plan whose purge rate limit purge mode runs under (stand-in and origin). */
+  purgePlan: PurgePlanName;
   help: boolean;
 }
 
@@ -26,8 +30,11 @@ export const DEFAULT_MIX = "bench/egress/mix.default.json";
 export const USAGE = `usage: npm run egress -- [options]
 
 Replays a traffic mix against the seed system ("before": ingress-nginx CORS at a Node origin) and against
-slim-edge ("after": wrangler dev worker → byte-counting relay → origin), and reports the bytes the origin
-sends per request the edge receives. Format of mix files and logs: bench/egress/README.md.
+slim-edge (worker under Miniflare → byte-counting relay → origin) in two modes side by side: "after", TTL mode
+(the mix's EDGE_CACHE_TTL, no purge), and purge mode (items and 404s kept a day, the origin purging each change
+through a local stand-in of Cloudflare's purge API that deletes from the worker's cache). Reports the bytes the
+origin sends per request the edge receives, and for each write how long the edge served the old version.
+Format of mix files and logs: bench/egress/README.md.
 
 traffic
   --mix FILE               traffic mix (default ${DEFAULT_MIX}); its worker.vars configure the worker
@@ -39,6 +46,8 @@ traffic
   --seed N                 random seed (default: the mix's "seed")
   --overlap                let reads of one id overlap (concurrent misses reach the origin as they would in
                            production; totals stay exact, the split by class becomes approximate)
+  --purge-plan NAME        purge mode's plan: free, pro, business or enterprise (default pro); sets the
+                           stand-in's rate limit and the origin's CLOUDFLARE_PURGE_PLAN
 projection
   --requests-per-day N     default 1e9
   --usd-per-gb X           default 0.09
@@ -46,8 +55,9 @@ output
   --json PATH              default egress-report/egress.json
   --svg PATH               default egress-report/egress.svg
   --markdown PATH          default egress-report/egress.md (the README tables)
-  --max-ratio X            target for after/before (default 0.1)
-  --check                  exit 3 when the target is not met
+  --max-ratio X            target for after/before (default 0.1); purge mode's targets are fixed: ≤ 1% of
+                           before, staleness p99 ≤ 1 s
+  --check                  exit 3 when a target is not met
   --verbose                show the origin's and wrangler's output
   --render JSON            no run: print the table and write the SVG/Markdown of an earlier report
 exit status: 0 done, 1 the measurement is not trustworthy (socket and messages disagree, requests
@@ -74,6 +84,7 @@ export function parseArgs(argv: readonly string[]): EgressArgs {
     verbose: false,
     render: undefined,
     overlap: false,
+    purgePlan: "pro",
     help: false,
   };
   for (let i = 0; i < argv.length; i++) {
@@ -150,6 +161,12 @@ export function parseArgs(argv: readonly string[]): EgressArgs {
       case "--overlap":
         args.overlap = true;
         break;
+      case "--purge-plan": {
+        const plan = value();
+        if (!(plan in PURGE_PLANS)) throw new ArgsError(`--purge-plan ${plan}: expected one of ${Object.keys(PURGE_PLANS).join(", ")}`);
+        args.purgePlan = plan as PurgePlanName;
+        break;
+      }
       case "--verbose":
         args.verbose = true;
         break;

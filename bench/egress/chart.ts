@@ -1,6 +1,7 @@
 // The SVG chart of an egress report, written by hand (no dependency): origin bytes per edge request,
-// before and after, overall and per request class, each bar split into status line, CORS headers, other
-// headers and body. Opens in any browser; the README embeds a copy of a default run, bench/egress/egress.svg.
+// before and after (and purge mode, when the report has it), overall and per request class, each bar split into
+// status line, CORS headers, other headers and body, with each mode's staleness after writes in its card.
+// Opens in any browser; the README embeds a copy of a default run, bench/egress/egress.svg.
 
 import type { EgressReport, PerRequestSplit } from "./report.ts";
 
@@ -37,11 +38,17 @@ export function niceScale(max: number): { max: number; step: number } {
 const fmtBytes = (x: number) => x.toFixed(1);
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 
+/** `850 ms`, `4.2 s`, `≥ 22 s` (the bound of a probe that gave up). */
+function duration(x: number, atLeast: boolean): string {
+  return `${atLeast ? "≥ " : ""}${x < 1000 ? `${Math.round(x)} ms` : `${(x / 1000).toFixed(1)} s`}`;
+}
+
 export function renderChart(report: EgressReport): string {
-  const { before, after } = report;
+  const { before, after, purge, ttl } = report;
   const classRows = report.classes;
   let maxValue = Math.max(before.origin.total, after.origin.total);
   for (const c of classRows) maxValue = Math.max(maxValue, before.classes[c.class].origin.total, after.classes[c.class].origin.total);
+  if (purge) for (const c of classRows) maxValue = Math.max(maxValue, purge.system.classes[c.class].origin.total);
   const scale = niceScale(maxValue);
   const x = (v: number) => LEFT + (v / scale.max) * PLOT;
 
@@ -53,18 +60,44 @@ export function renderChart(report: EgressReport): string {
   y = 40;
   text(32, y, "Origin egress per edge request", 'font-size="24" font-weight="700" fill="#0f172a"');
   y += 26;
-  text(32, y, "before: the seed system (ingress-nginx enable-cors at a Node origin)   ·   after: slim-edge (worker + edge cache + slim origin)", 'font-size="13.5" fill="#475569"');
+  text(
+    32,
+    y,
+    purge
+      ? "before: the seed (ingress-nginx enable-cors at a Node origin)  ·  after: slim-edge, edge TTL  ·  purge: slim-edge, a day at the edge + purge on change"
+      : "before: the seed system (ingress-nginx enable-cors at a Node origin)   ·   after: slim-edge (worker + edge cache + slim origin)",
+    'font-size="13.5" fill="#475569"',
+  );
   y += 20;
   text(32, y, `Same traffic, counted on the origin's socket: ${report.traffic.source}, ${report.traffic.requests.toLocaleString("en-US")} requests`, 'font-size="13.5" fill="#475569"');
 
   // Headline figures.
   y += 22;
-  const cards = [
+  const usd = (x: number) => `$${Math.round(x).toLocaleString("en-US")}`;
+  const stale = (m: NonNullable<typeof ttl>) => `stale p99 ${duration(m.stalenessMs.p99, m.staleness.p99AtLeast)}`;
+  const cards = purge
+    ? [
+        { label: "before", value: `${before.originBytesPerRequest.toFixed(1)} B`, sub: `${usd(before.usdPerMonth)}/month`, color: "#0f172a" },
+        {
+          label: `after: TTL ${ttl?.edgeCacheTtl || "default"} s`,
+          value: `${after.originBytesPerRequest.toFixed(1)} B`,
+          sub: `${pct(report.ratio)}${ttl ? ` · ${stale(ttl)}` : " of before"}`,
+          color: report.target.met ? "#15803d" : "#b91c1c",
+        },
+        {
+          label: "purge on change",
+          value: `${purge.originBytesPerRequest.toFixed(1)} B`,
+          sub: `${(purge.ratio * 100).toFixed(2)}% · ${stale(purge)}`,
+          color: purge.target.met ? "#15803d" : "#b91c1c",
+        },
+        { label: "saved per month", value: usd(before.usdPerMonth - purge.usdPerMonth), sub: `purge mode; TTL mode ${usd(report.saving.usdPerMonth)}`, color: "#0f172a" },
+      ]
+    : [
     { label: "before", value: `${before.originBytesPerRequest.toFixed(1)} B`, sub: `$${Math.round(before.usdPerMonth).toLocaleString("en-US")}/month`, color: "#0f172a" },
     { label: "after", value: `${after.originBytesPerRequest.toFixed(1)} B`, sub: `$${Math.round(after.usdPerMonth).toLocaleString("en-US")}/month`, color: "#0f172a" },
     { label: "after / before", value: pct(report.ratio), sub: report.target.met ? `target ≤ ${Math.round(report.target.maxRatio * 100)}%: met` : `target ≤ ${Math.round(report.target.maxRatio * 100)}%: not met`, color: report.target.met ? "#15803d" : "#b91c1c" },
     { label: "saved per month", value: `$${Math.round(report.saving.usdPerMonth).toLocaleString("en-US")}`, sub: `at ${report.pricing.requestsPerDay.toExponential(0).replace("e+", "e")} req/day, $${report.pricing.usdPerGb}/GB`, color: "#0f172a" },
-  ];
+      ];
   const cardW = (WIDTH - 64 - 3 * 16) / 4;
   cards.forEach((card, i) => {
     const cx = 32 + i * (cardW + 16);
@@ -89,18 +122,35 @@ export function renderChart(report: EgressReport): string {
   const gap = 6;
   const blockGap = 16;
   const plotTop = y;
-  const rows: Array<{ title: string; sub: string; b: PerRequestSplit; a: PerRequestSplit; ratio: number | null; bold: boolean }> = [
-    { title: "all requests", sub: "100% of requests", b: before.origin, a: after.origin, ratio: report.ratio, bold: true },
-    ...classRows.map((c) => ({
-      title: c.label,
-      sub: `${pct(c.share)} of requests · ${pct(c.afterAnsweredAtEdgeShare)} at edge`,
-      b: before.classes[c.class].origin,
-      a: after.classes[c.class].origin,
-      ratio: c.ratio,
-      bold: false,
-    })),
+  type Bar = { label: string; split: PerRequestSplit; ratio: number | null };
+  const ratioTo = (b: PerRequestSplit, x: PerRequestSplit) => (b.total === 0 ? null : x.total / b.total);
+  const rows: Array<{ title: string; sub: string; bars: Bar[]; bold: boolean }> = [
+    {
+      title: "all requests",
+      sub: "100% of requests",
+      bars: [
+        { label: "before", split: before.origin, ratio: null },
+        { label: purge ? "after (TTL)" : "after", split: after.origin, ratio: report.ratio },
+        ...(purge ? [{ label: "purge", split: purge.system.origin, ratio: purge.ratio }] : []),
+      ],
+      bold: true,
+    },
+    ...classRows.map((c) => {
+      const b = before.classes[c.class].origin;
+      return {
+        title: c.label,
+        sub: `${pct(c.share)} of requests · ${pct(c.afterAnsweredAtEdgeShare)} at edge${purge ? ` (purge ${pct(purge.system.classes[c.class].answeredAtEdgeShare)})` : ""}`,
+        bars: [
+          { label: "before", split: b, ratio: null },
+          { label: purge ? "after (TTL)" : "after", split: after.classes[c.class].origin, ratio: c.ratio },
+          ...(purge ? [{ label: "purge", split: purge.system.classes[c.class].origin, ratio: ratioTo(b, purge.system.classes[c.class].origin) }] : []),
+        ],
+        bold: false,
+      };
+    }),
   ];
-  const plotHeight = rows.length * (2 * barH + gap + blockGap) + 4;
+  const barsPer = purge ? 3 : 2;
+  const plotHeight = rows.length * (barsPer * barH + (barsPer - 1) * gap + blockGap) + 4;
 
   // Grid and axis.
   for (let v = 0; v <= scale.max + 1e-9; v += scale.step) {
@@ -117,9 +167,10 @@ export function renderChart(report: EgressReport): string {
     }
     text(32, y + barH - 3, row.title, `font-size="14" fill="#0f172a" ${row.bold ? 'font-weight="700"' : 'font-weight="600"'}`);
     text(32, y + 2 * barH + gap - 4, row.sub, 'font-size="11.5" fill="#64748b"');
-    for (const [k, split] of [row.b, row.a].entries()) {
+    for (const [k, bar] of row.bars.entries()) {
+      const split = bar.split;
       const by = y + k * (barH + gap);
-      text(LEFT - 10, by + barH - 5, k === 0 ? "before" : "after", `font-size="12" fill="${k === 0 ? "#64748b" : "#0f172a"}" text-anchor="end"`);
+      text(LEFT - 10, by + barH - 5, bar.label, `font-size="12" fill="${k === 0 ? "#64748b" : "#0f172a"}" text-anchor="end"`);
       let acc = 0;
       segments(split).forEach((value, si) => {
         if (value <= 0) return;
@@ -129,14 +180,14 @@ export function renderChart(report: EgressReport): string {
         acc += value;
       });
       let label =
-        k === 0 ? `${fmtBytes(split.total)} B` : split.total === 0 ? "0 B: answered at the edge" : `${fmtBytes(split.total)} B  (${row.ratio === null ? "-" : pct(row.ratio)})`;
-      // The overall "after" bar is too short to read its parts: spell them out.
-      if (k === 1 && row.bold && split.total > 0) {
+        k === 0 ? `${fmtBytes(split.total)} B` : split.total === 0 ? "0 B: answered at the edge" : `${fmtBytes(split.total)} B  (${bar.ratio === null ? "-" : pct(bar.ratio)})`;
+      // The overall slim-edge bars are too short to read their parts: spell them out.
+      if (k >= 1 && row.bold && split.total > 0) {
         label += `   = ${split.statusLine.toFixed(1)} status line + ${split.headers.toFixed(1)} headers + ${split.body.toFixed(1)} body`;
       }
-      text(x(split.total) + 8, by + barH - 5, label, `font-size="12.5" fill="#0f172a" ${k === 1 ? 'font-weight="700"' : ""}`);
+      text(x(split.total) + 8, by + barH - 5, label, `font-size="12.5" fill="#0f172a" ${k >= 1 ? 'font-weight="700"' : ""}`);
     }
-    y += 2 * barH + gap + blockGap;
+    y += barsPer * barH + (barsPer - 1) * gap + blockGap;
   });
 
   y = plotTop + plotHeight + 62;
@@ -151,6 +202,20 @@ export function renderChart(report: EgressReport): string {
       (report.traffic.ratePerSecond > 0 ? ` (pace ${report.traffic.ratePerSecond}).` : "."),
     foot,
   );
+  if (purge) {
+    y += 17;
+    const m = (x: NonNullable<typeof ttl>) =>
+      `p50 ${duration(x.stalenessMs.p50, false)}, p99 ${duration(x.stalenessMs.p99, x.staleness.p99AtLeast)}, max ${duration(x.stalenessMs.max, x.staleness.maxAtLeast)}`;
+    text(32, y, `Staleness, from a write's 204 until the edge serves it (${purge.staleness.probed} writes, each probed): ${ttl ? `TTL mode ${m(ttl)};` : ""}`, foot);
+    y += 17;
+    text(
+      32,
+      y,
+      `purge mode ${m(purge)}; ${purge.plan} plan, ${Math.round(purge.api.callsPerThousandWrites).toLocaleString("en-US")} purge calls per 1,000 writes. ` +
+        `Without each id's first read (cold edge): purge ${purge.warm.originBytesPerRequest.toFixed(1)} B.`,
+      foot,
+    );
+  }
   y += 17;
   text(32, y, `$/month = bytes/request × requests/day × 30 ÷ 1e9 × $/GB.  Generated ${report.generatedAt.slice(0, 10)} by npm run egress.`, foot);
   const height = y + 24;

@@ -1,26 +1,49 @@
 // One system's replay: warm-up, then the measured traffic, with the socket counters read at the boundaries.
+// For the slim-edge systems, each measured write is also followed by staleness probes (staleness.ts), whose
+// own origin and edge bytes are kept apart from the traffic's.
 
+import { totalOf, zeroSplit, type ByteSplit } from "./http-stream.ts";
 import { diffCounters, type RelayCounters } from "./relay.ts";
-import { emptyUnattributed, Replayer, type RequestRecord, type Unattributed } from "./replay.ts";
+import { emptyItemAnswers, emptyUnattributed, Replayer, type OriginItemAnswers, type RequestRecord, type Unattributed } from "./replay.ts";
+import { StalenessProber, type StalenessSample } from "./staleness.ts";
 import type { Measured } from "./systems.ts";
 import type { Traffic } from "./traffic.ts";
 
-export type SystemName = "before" | "after";
+/** `after` is slim-edge in TTL mode (the default configuration), `purge` slim-edge with purge on change. */
+export type SystemName = "before" | "after" | "purge";
+
+/** What the staleness probes cost: edge reads that are not traffic, left out of the traffic's figures. */
+export interface ProbeFigures {
+  requests: number;
+  failed: number;
+  originExchanges: number;
+  originBytes: ByteSplit;
+  edgeSocketBytes: number;
+}
 
 export interface PhaseResult {
   system: SystemName;
   /** Measured requests only. */
   records: RequestRecord[];
   warmupRequests: number;
-  /** Relay counters over the measured part. */
+  /** Relay counters over the measured part (probes' origin bytes included: see `probes`). */
   socket: RelayCounters;
-  /** Edge→client bytes counted on the client's sockets over the measured part. */
+  /** Edge→client bytes counted on the client's sockets over the measured part (traffic only). */
   edgeSocketBytes: number;
   unattributed: Unattributed;
   /** Origin exchanges still open when the measured part ended (should be 0). */
   openAtEnd: number;
   seconds: number;
   writes: number;
+  /** performance.now() at the start and end of the measured part (probes included). */
+  window?: { from: number; to: number };
+  /** Staleness samples, one per measured write (slim-edge systems only), and the probes' bound. */
+  staleness?: StalenessSample[];
+  stalenessLimitMs?: number;
+  /** The probe reads behind them. */
+  probes?: ProbeFigures;
+  /** Origin 200s/404s for items in the measured part, with id lengths (the Cache-Tag header cost). */
+  originItemAnswers?: OriginItemAnswers;
 }
 
 export interface PhaseOptions {
@@ -31,6 +54,8 @@ export interface PhaseOptions {
   progress: (done: number, total: number, part: "warm-up" | "measure") => void;
   /** Reads of one id may overlap (class split approximate). */
   overlap?: boolean;
+  /** Probe the edge after each measured write, giving up after `limitMs`. */
+  staleness?: { limitMs: number };
 }
 
 const SETTLE_MS = 300;
@@ -43,15 +68,22 @@ export async function runPhase(options: PhaseOptions): Promise<PhaseResult> {
   const measuredTotal = measuredEvents.filter((e) => e.kind === "request").length;
   let part: "warm-up" | "measure" = "warm-up";
   let offset = 0;
-  const replayer = new Replayer({
+  let prober: StalenessProber | undefined;
+  const replayer: Replayer = new Replayer({
     port: measured.clientPort,
     concurrency: traffic.concurrency,
     mode: options.system === "before" ? "connection" : "item-id",
-    ratePerSecond: options.system === "after" ? traffic.ratePerSecond : 0,
+    ratePerSecond: options.system === "before" ? 0 : traffic.ratePerSecond,
     overlap: options.overlap ?? false,
-    write: measured.write,
+    write: async (event) => {
+      const ack = await measured.write(event);
+      if (!event.warmup) prober?.watch(event, ack);
+    },
     onProgress: (done) => options.progress(done - offset, part === "warm-up" ? warmupTotal : measuredTotal, part),
   });
+  if (options.staleness !== undefined) {
+    prober = new StalenessProber({ probe: (id) => replayer.probe(id), limitMs: options.staleness.limitMs });
+  }
   measured.setReplayer(replayer);
   try {
     if (warmupEvents.length > 0) await replayer.run(warmupEvents);
@@ -60,15 +92,21 @@ export async function runPhase(options: PhaseOptions): Promise<PhaseResult> {
     await sleep(SETTLE_MS);
     const before = measured.relay.snapshot();
     const edgeBefore = replayer.edgeSocketBytes;
+    const probeEdgeBefore = replayer.probeEdgeSocketBytes;
     replayer.unattributed = emptyUnattributed();
+    replayer.originItemAnswers = emptyItemAnswers();
+    replayer.probeRecords = [];
     part = "measure";
     offset = replayer.done;
-    const started = performance.now();
+    const from = performance.now();
     const records = await replayer.run(measuredEvents);
-    const seconds = (performance.now() - started) / 1000;
+    const seconds = (performance.now() - from) / 1000;
+    // Every probe ends within its bound; its origin exchanges are in the socket count and subtracted later.
+    const staleness = await prober?.settle();
     await measured.relay.whenIdle(5000);
     await sleep(SETTLE_MS);
     const after = measured.relay.snapshot();
+    const to = performance.now();
     return {
       system: options.system,
       records,
@@ -79,10 +117,30 @@ export async function runPhase(options: PhaseOptions): Promise<PhaseResult> {
       openAtEnd: measured.relay.openExchanges,
       seconds,
       writes: measuredEvents.length - measuredTotal,
+      window: { from, to },
+      ...(staleness === undefined ? {} : { staleness, stalenessLimitMs: options.staleness!.limitMs, probes: probeFigures(replayer.probeRecords, replayer.probeEdgeSocketBytes - probeEdgeBefore) }),
+      originItemAnswers: replayer.originItemAnswers,
     };
   } finally {
     replayer.close();
   }
+}
+
+function probeFigures(records: readonly RequestRecord[], edgeSocketBytes: number): ProbeFigures {
+  const originBytes = zeroSplit();
+  let originExchanges = 0;
+  for (const r of records) {
+    originBytes.startLine += r.origin.startLine;
+    originBytes.headers += r.origin.headers;
+    originBytes.body += r.origin.body;
+    originExchanges += r.originExchanges;
+  }
+  return { requests: records.length, failed: records.filter((r) => r.error !== undefined).length, originExchanges, originBytes, edgeSocketBytes };
+}
+
+/** Origin bytes the probes caused (in the socket count, not traffic). */
+export function probeOriginBytes(phase: PhaseResult): number {
+  return phase.probes === undefined ? 0 : totalOf(phase.probes.originBytes);
 }
 
 function sleep(ms: number): Promise<void> {

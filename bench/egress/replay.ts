@@ -10,6 +10,11 @@
 // belongs to the one edge request for ID in flight. Origin requests with no
 // such request (e.g. a revalidation the worker makes after answering) are counted as "unattributed": they
 // still count in the totals, just not in a class.
+//
+// Staleness probes (`probe(id)`) are edge reads that are not traffic: they take their turn in the one-read-
+// per-id rule like any read (so an origin exchange they cause is charged to them, not to a traffic read), run
+// over connections of their own (their edge→client bytes are not counted with the traffic's), and are kept
+// apart in `probeRecords`, so the report can leave them out of the traffic figures and show them on their own.
 
 import { connect, type Socket } from "node:net";
 import { HttpStream, headerValue, totalOf, zeroSplit, type ByteSplit, type Message, type MessageHead } from "./http-stream.ts";
@@ -34,6 +39,31 @@ export interface RequestRecord {
   /** Statuses of those origin exchanges. */
   originStatuses: number[];
   error: string | undefined;
+  /** A staleness probe, not traffic. */
+  probe?: true;
+}
+
+/** What a staleness probe saw. */
+export interface ProbeAnswer {
+  status: number;
+  etag: string | undefined;
+  /** performance.now() when the answer was complete (0 when it failed). */
+  at: number;
+  error: string | undefined;
+}
+
+/**
+ * Origin 200s and 404s for item paths, with the characters of their ids: what a `Cache-Tag: item:<id>,items`
+ * line on each would cost (the Snippet path, where the zone cache takes its tags from the origin's header).
+ * Traffic and edge background fetches only; probes are left out.
+ */
+export interface OriginItemAnswers {
+  ok: { count: number; idChars: number };
+  notFound: { count: number; idChars: number };
+}
+
+export function emptyItemAnswers(): OriginItemAnswers {
+  return { ok: { count: 0, idChars: 0 }, notFound: { count: 0, idChars: 0 } };
 }
 
 export interface Unattributed {
@@ -64,6 +94,15 @@ export interface ReplayOptions {
   onProgress?: (done: number) => void;
 }
 
+/** Keep-alive connections to the edge, and the bytes the edge sent over them. */
+class Pool {
+  readonly idle: Conn[] = [];
+  readonly all = new Set<Conn>();
+  bytes = 0;
+}
+
+const ITEM_TARGET = /^\/items\/([A-Za-z0-9_-]{1,128})(?:\?|$)/;
+
 /** State that spans the warm-up and the measured part of one system's replay. */
 export class Replayer {
   readonly #opts: ReplayOptions;
@@ -72,14 +111,32 @@ export class Replayer {
   /** In-flight item reads by id, oldest first. */
   readonly #byId = new Map<string, RequestRecord[]>();
   readonly #byPort = new Map<number, RequestRecord>();
-  readonly #idle: Conn[] = [];
-  readonly #all = new Set<Conn>();
-  /** Edge→client socket bytes (all connections, ever). */
-  edgeSocketBytes = 0;
+  readonly #traffic = new Pool();
+  readonly #probes = new Pool();
+  /** Ids with a read in flight (traffic or probe), when reads of one id may not overlap. */
+  readonly #busy = new Set<string>();
+  /** Probes waiting for an id to be free, per id, oldest first: the id is handed to them directly. */
+  readonly #probeWaiters = new Map<string, Array<() => void>>();
+  /** Wakes the traffic lanes of the current run() (a read finished, an id was freed). */
+  #wakeLanes: () => void = () => {};
   unattributed: Unattributed = emptyUnattributed();
+  /** Origin 200s/404s for items since the last reset (traffic and background fetches, not probes). */
+  originItemAnswers: OriginItemAnswers = emptyItemAnswers();
+  /** Probe reads since the last reset. */
+  probeRecords: RequestRecord[] = [];
   done = 0;
   /** When the next request may start (pacing), in performance.now() ms. */
   #nextSlot = 0;
+
+  /** Edge→client socket bytes of the traffic (all its connections, ever; probes apart). */
+  get edgeSocketBytes(): number {
+    return this.#traffic.bytes;
+  }
+
+  /** Edge→client socket bytes of the probes. */
+  get probeEdgeSocketBytes(): number {
+    return this.#probes.bytes;
+  }
 
   constructor(options: ReplayOptions) {
     this.#opts = options;
@@ -88,7 +145,7 @@ export class Replayer {
   /** For the relay: which record an origin request belongs to. */
   attribute = (request: MessageHead, connection: RelayConnection): RequestRecord | undefined => {
     if (this.#opts.mode === "connection") return this.#byPort.get(connection.downstreamPort);
-    const id = /^\/items\/([A-Za-z0-9_-]{1,128})(?:\?|$)/.exec(request.target ?? "")?.[1];
+    const id = ITEM_TARGET.exec(request.target ?? "")?.[1];
     if (id === undefined) return undefined;
     const inFlight = this.#byId.get(id);
     if (inFlight === undefined) return undefined;
@@ -101,8 +158,17 @@ export class Replayer {
   /** Records already charged with an origin exchange (overlap mode picks an unclaimed one first). */
   readonly #claimed = new WeakSet<RequestRecord>();
 
-  /** For the relay: an origin response is complete. */
-  onOriginResponse = (record: RequestRecord | undefined, response: Message): void => {
+  /** For the relay: an origin response is complete (`request`: the head it answers, when known). */
+  onOriginResponse = (record: RequestRecord | undefined, response: Message, request?: MessageHead): void => {
+    const status = response.head.status;
+    if (record?.probe !== true && (status === 200 || status === 404)) {
+      const id = ITEM_TARGET.exec(request?.target ?? "")?.[1];
+      if (id !== undefined) {
+        const answers = status === 200 ? this.originItemAnswers.ok : this.originItemAnswers.notFound;
+        answers.count++;
+        answers.idChars += id.length;
+      }
+    }
     if (record === undefined) {
       const u = this.unattributed;
       u.exchanges++;
@@ -129,8 +195,13 @@ export class Replayer {
     const writes: Promise<void>[] = [];
     let writeChain = Promise.resolve();
     let wake: (() => void) | undefined;
-    const busyIds = new Set<string>();
+    const busyIds = this.#busy;
     const serialKey = this.#opts.overlap === true ? () => undefined : serialKeyOf;
+    this.#wakeLanes = () => {
+      const w = wake;
+      wake = undefined;
+      w?.();
+    };
 
     const take = (): EdgeRequest | undefined => {
       for (let i = 0; i < blocked.length; i++) {
@@ -176,20 +247,63 @@ export class Replayer {
         const key = serialKey(event);
         if (key !== undefined) busyIds.add(key);
         await this.#pace();
-        const record = await this.#send(event);
-        if (key !== undefined) busyIds.delete(key);
+        const record = await this.#send(event, this.#traffic);
         records.push(record);
         this.done++;
         this.#opts.onProgress?.(this.done);
-        const w = wake;
-        wake = undefined;
-        w?.();
+        if (key !== undefined) this.#release(key);
+        this.#wakeLanes();
       }
     };
 
     await Promise.all(Array.from({ length: this.#opts.concurrency }, lane));
     await Promise.all(writes);
+    this.#wakeLanes = () => {};
     return records;
+  }
+
+  /**
+   * One plain GET of an item at the edge (no Origin, no validator, no Cache-Control), for staleness: not
+   * traffic. Waits for the id's turn unless reads may overlap; its origin exchange (if any) is charged to a
+   * record in `probeRecords`.
+   */
+  async probe(id: string): Promise<ProbeAnswer> {
+    const serial = this.#opts.overlap !== true;
+    if (serial) await this.#acquire(id);
+    const event: EdgeRequest = { kind: "request", method: "GET", path: `/items/${id}`, id, class: "read", client: "(probe)", ifNoneMatch: undefined, headers: [], warmup: false };
+    try {
+      const record = await this.#send(event, this.#probes, true);
+      this.probeRecords.push(record);
+      return { status: record.status, etag: record.answer?.etag, at: record.status === 0 ? 0 : performance.now(), error: record.error };
+    } finally {
+      if (serial) this.#release(id);
+    }
+  }
+
+  /** Takes `id` for a probe: at once if free, else handed over by the read that holds it. */
+  #acquire(id: string): Promise<void> {
+    if (!this.#busy.has(id)) {
+      this.#busy.add(id);
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const waiters = this.#probeWaiters.get(id);
+      if (waiters === undefined) this.#probeWaiters.set(id, [resolve]);
+      else waiters.push(resolve);
+    });
+  }
+
+  /** Frees `id`: to the oldest probe waiting for it (the id stays busy), else to the lanes. */
+  #release(id: string): void {
+    const waiters = this.#probeWaiters.get(id);
+    const next = waiters?.shift();
+    if (waiters?.length === 0) this.#probeWaiters.delete(id);
+    if (next !== undefined) {
+      next();
+      return;
+    }
+    this.#busy.delete(id);
+    this.#wakeLanes();
   }
 
   /** Waits for this request's start slot when a rate is set (slots are never saved up while behind). */
@@ -203,13 +317,15 @@ export class Replayer {
   }
 
   close(): void {
-    for (const conn of this.#all) conn.socket.destroy();
-    this.#all.clear();
-    this.#idle.length = 0;
+    for (const pool of [this.#traffic, this.#probes]) {
+      for (const conn of pool.all) conn.socket.destroy();
+      pool.all.clear();
+      pool.idle.length = 0;
+    }
   }
 
-  async #send(event: EdgeRequest): Promise<RequestRecord> {
-    const record: RequestRecord = {
+  async #send(event: EdgeRequest, pool: Pool, probe = false): Promise<RequestRecord & { answer?: { etag: string | undefined } }> {
+    const record: RequestRecord & { answer?: { etag: string | undefined } } = {
       event,
       status: 0,
       sentIfNoneMatch: false,
@@ -220,6 +336,7 @@ export class Replayer {
       originExchanges: 0,
       originStatuses: [],
       error: undefined,
+      ...(probe ? { probe: true as const } : {}),
     };
     const cacheKey = `${event.client} ${event.path}`;
     let ifNoneMatch: string | undefined;
@@ -244,7 +361,7 @@ export class Replayer {
       for (let attempt = 0; attempt < 2; attempt++) {
         let conn: Conn;
         try {
-          conn = this.#idle.pop() ?? (await this.#open());
+          conn = pool.idle.pop() ?? (await this.#open(pool));
         } catch (error) {
           record.error = `cannot connect: ${(error as Error).message}`;
           return record;
@@ -258,13 +375,14 @@ export class Replayer {
           record.edgeCors = response.corsHeaderBytes;
           record.error = undefined;
           const etag = headerValue(response.head, "etag");
-          if (etag !== undefined && (record.status === 200 || record.status === 304)) this.#etags.set(cacheKey, etag);
-          this.#idle.push(conn);
+          if (probe) record.answer = { etag };
+          else if (etag !== undefined && (record.status === 200 || record.status === 304)) this.#etags.set(cacheKey, etag);
+          pool.idle.push(conn);
           return record;
         } catch (error) {
           record.error = (error as Error).message;
           conn.socket.destroy();
-          this.#all.delete(conn);
+          pool.all.delete(conn);
           if (!(reused && conn.receivedNothing)) return record;
         } finally {
           if (this.#opts.mode === "connection") this.#byPort.delete(conn.localPort);
@@ -281,18 +399,18 @@ export class Replayer {
     return record;
   }
 
-  #open(): Promise<Conn> {
+  #open(pool: Pool): Promise<Conn> {
     return new Promise((resolve, reject) => {
       const socket = connect({ port: this.#opts.port, host: "127.0.0.1", noDelay: true });
       socket.once("error", reject);
       socket.once("connect", () => {
         socket.off("error", reject);
-        const conn = new Conn(socket, (n) => (this.edgeSocketBytes += n), () => {
-          this.#all.delete(conn);
-          const i = this.#idle.indexOf(conn);
-          if (i !== -1) this.#idle.splice(i, 1);
+        const conn = new Conn(socket, (n) => (pool.bytes += n), () => {
+          pool.all.delete(conn);
+          const i = pool.idle.indexOf(conn);
+          if (i !== -1) pool.idle.splice(i, 1);
         });
-        this.#all.add(conn);
+        pool.all.add(conn);
         resolve(conn);
       });
     });

@@ -1,9 +1,16 @@
-// Turning two phase results into the report: per-request figures per class and overall, the socket vs
-// message agreement, the before/after ratio and the $/month projection. Pure functions (tested in
-// test/node/egress-report.test.ts); the terminal table and the JSON come from the same object.
+// Turning the phase results into the report: per-request figures per class and overall, the socket vs
+// message agreement, the before/after ratio and the $/month projection, and, for slim-edge's two ways of keeping
+// the edge fresh (TTL mode = `after`, purge mode = `purge`), staleness after writes and the purge API's figures.
+// Pure functions (tested in test/node/egress-report.test.ts); the terminal table and the JSON come from the same
+// object. Reports written before the modes existed have no `ttl`/`purge`: every reader checks for them.
 
+import type { AppliedPurge } from "../../scripts/lib/local-edge.ts";
+import type { RecordedCall } from "../../scripts/lib/cloudflare-api-stand-in.ts";
+import type { PurgePlanName } from "../../src/origin/purge/token-bucket.ts";
 import { totalOf, type ByteSplit } from "./http-stream.ts";
-import type { PhaseResult, SystemName } from "./phase.ts";
+import { probeOriginBytes, type PhaseResult, type SystemName } from "./phase.ts";
+import { cacheTagCost, PRODUCTION_WRITE_SHARE, purgeApiFigures, rateLimitProjection, type CacheTagCost, type PurgeApiFigures, type RateLimitProjection } from "./purge-figures.ts";
+import { summarizeStaleness, type StalenessSummary } from "./staleness.ts";
 import { CLASS_LABELS, REQUEST_CLASSES, type RequestClass } from "./traffic.ts";
 
 export const REPORT_SCHEMA = "slim-edge/egress-report@1";
@@ -77,6 +84,12 @@ export interface SystemReport {
   revalidationsWithoutEtag: number;
   /** Origin exchanges no edge request in flight could claim (background work of the edge). */
   unattributed: { exchanges: number; bytes: number; statuses: Record<string, number> };
+  /**
+   * The measured requests that were the first read of their id in the run (a cold edge pays them whatever its
+   * TTL), the origin bytes charged to them, and the origin bytes per edge request of everything else.
+   * Absent in older reports.
+   */
+  firstReads?: { requests: number; originBytes: number; otherOriginBytesPerRequest: number };
   framingErrors: string[];
   /** The relay's raw counters over the measured part. */
   socket: { originToEdgeBytes: number; edgeToOriginBytes: number; originConnections: number; originResponses: number };
@@ -91,6 +104,50 @@ export interface ClassComparison {
   after: number;
   ratio: number | null;
   afterAnsweredAtEdgeShare: number;
+}
+
+/** One way of keeping the edge fresh, measured with the same traffic (with writes) as the others. */
+export interface ModeReport {
+  mode: "ttl" | "purge";
+  /** The SystemReport with this mode's full figures: `after` (TTL mode) or `purge.system`. */
+  figures: "after" | "purge.system";
+  /** The worker's EDGE_CACHE_TTL and EDGE_CACHE_NOT_FOUND_TTL in this mode (seconds, as configured; "" unset). */
+  edgeCacheTtl: string;
+  edgeCacheNotFoundTtl: string;
+  /** Origin → edge socket bytes per edge request (traffic only: the probes' are in `probes`). */
+  originBytesPerRequest: number;
+  /** originBytesPerRequest / before.originBytesPerRequest. */
+  ratio: number;
+  /**
+   * The same without the origin bytes of first reads (each id's first read in the run: a cold edge cache),
+   * what a warm edge would cost; with a day's TTL an edge pays a first read once a day per id.
+   */
+  warm: { originBytesPerRequest: number; ratio: number };
+  usdPerMonth: number;
+  /** For each measured write, 204 → the edge serves the new version, in ms (nearest-rank percentiles). */
+  stalenessMs: { p50: number; p99: number; max: number };
+  staleness: StalenessSummary & { pollMs: string };
+  /** The staleness probes: edge reads left out of the traffic's figures, and what they cost the origin. */
+  probes: { requests: number; failed: number; originExchanges: number; originBytes: number; originBytesPerRequest: number };
+}
+
+export interface PurgeTarget {
+  /** purge.originBytesPerRequest ≤ maxRatio × before. */
+  maxRatio: number;
+  /** staleness p99 ≤ maxP99Ms. */
+  maxP99Ms: number;
+  ratioMet: boolean;
+  stalenessMet: boolean;
+  met: boolean;
+}
+
+export interface PurgeModeReport extends ModeReport {
+  mode: "purge";
+  system: SystemReport;
+  plan: PurgePlanName;
+  api: PurgeApiFigures;
+  rateLimit: RateLimitProjection;
+  target: PurgeTarget;
 }
 
 export interface EgressReport {
@@ -113,9 +170,16 @@ export interface EgressReport {
   };
   pricing: Pricing & { daysPerMonth: number; bytesPerGb: number };
   before: SystemReport;
+  /** slim-edge as configured by default: TTL mode. */
   after: SystemReport;
   /** after.originBytesPerRequest / before.originBytesPerRequest. */
   ratio: number;
+  /** TTL mode's staleness and headline (its full figures are `after`); absent in older reports. */
+  ttl?: ModeReport;
+  /** Purge mode; absent in older reports. */
+  purge?: PurgeModeReport;
+  /** The Snippet path: what tagging zone-cache entries by the origin's Cache-Tag header would cost (purge mode). */
+  snippetCacheTag?: CacheTagCost;
   saving: { share: number; bytesPerRequest: number; usdPerMonth: number };
   target: { maxRatio: number; met: boolean };
   classes: ClassComparison[];
@@ -159,7 +223,13 @@ export function summarizeSystem(phase: PhaseResult, pricing: Pricing): SystemRep
   const errorSamples: string[] = [];
   let revalidationsSent = 0;
   let revalidationsWithoutEtag = 0;
+  let firstReads = 0;
+  let firstReadBytes = 0;
   for (const r of phase.records) {
+    if (r.event.firstRead === true) {
+      firstReads++;
+      firstReadBytes += totalOf(r.origin);
+    }
     const c = byClass.get(r.event.class)!;
     c.n++;
     c.origin.startLine += r.origin.startLine;
@@ -215,7 +285,9 @@ export function summarizeSystem(phase: PhaseResult, pricing: Pricing): SystemRep
   }
   const statuses: Record<string, number> = {};
   for (const [s, k] of u.statuses) statuses[String(s)] = k;
-  const socketPerRequest = phase.socket.upstreamBytes / d;
+  // The probes' origin exchanges crossed the relay too: the traffic's socket count is the rest.
+  const socketBytes = phase.socket.upstreamBytes - probeOriginBytes(phase);
+  const socketPerRequest = socketBytes / d;
   return {
     system: phase.system,
     requests: n,
@@ -228,7 +300,7 @@ export function summarizeSystem(phase: PhaseResult, pricing: Pricing): SystemRep
     originBytesPerRequest: socketPerRequest,
     originBytesPerRequestFromMessages: messageBytes / d,
     origin: perRequest(origin, originCors, n),
-    originAgreement: agreement(phase.socket.upstreamBytes, messageBytes),
+    originAgreement: agreement(socketBytes, messageBytes),
     originExchanges: exchanges + u.exchanges,
     answeredAtEdgeShare: atEdge / d,
     edgeToClientBytesPerRequest: phase.edgeSocketBytes / d,
@@ -237,9 +309,10 @@ export function summarizeSystem(phase: PhaseResult, pricing: Pricing): SystemRep
     revalidationsSent,
     revalidationsWithoutEtag,
     unattributed: { exchanges: u.exchanges, bytes: totalOf(u.bytes), statuses },
+    firstReads: { requests: firstReads, originBytes: firstReadBytes, otherOriginBytesPerRequest: (socketBytes - firstReadBytes) / d },
     framingErrors: phase.socket.framingErrors,
     socket: {
-      originToEdgeBytes: phase.socket.upstreamBytes,
+      originToEdgeBytes: socketBytes,
       edgeToOriginBytes: phase.socket.downstreamBytes,
       originConnections: phase.socket.connections,
       originResponses: phase.socket.responses,
@@ -248,9 +321,26 @@ export function summarizeSystem(phase: PhaseResult, pricing: Pricing): SystemRep
   };
 }
 
+/** What purge mode needs besides its phase: the stand-in's call log and what reached the worker's cache. */
+export interface PurgeInput {
+  phase: PhaseResult;
+  plan: PurgePlanName;
+  calls: readonly RecordedCall[];
+  applied: readonly AppliedPurge[];
+  workerVars: Record<string, string>;
+  /** Defaults: ≤ 1% of before's bytes, p99 ≤ 1 s. */
+  maxRatio?: number;
+  maxP99Ms?: number;
+}
+
+/** How staleness was probed, for the report. */
+export const POLL_DESCRIPTION = "every 10-100 ms (5% of the time since the write)";
+
 export interface ReportInput {
   before: PhaseResult;
   after: PhaseResult;
+  /** Purge mode, same traffic, same run. */
+  purge?: PurgeInput;
   pricing: Pricing;
   maxRatio: number;
   command: string;
@@ -279,14 +369,47 @@ export function buildReport(input: ReportInput): EgressReport {
   if (before.requests !== after.requests) problems.push(`before replayed ${before.requests} requests, after ${after.requests}: not the same traffic`);
   problems.push(...sameAnswers(before, after));
   const notes: string[] = [];
-  const rate = input.traffic.ratePerSecond;
-  if (rate > 0 && after.seconds > 5 && after.requestsPerSecond < 0.9 * rate) {
-    notes.push(
-      `the "after" replay ran at ${Math.round(after.requestsPerSecond)} req/s, below the ${rate} req/s pace: fewer requests ` +
-        "per EDGE_CACHE_TTL window than intended, so the edge cache looks worse than it would at the set pace (lower --rate for a run that keeps up)",
-    );
+  const ttl = input.after.staleness === undefined ? undefined : modeReport("ttl", input.after, after, before, input.traffic.workerVars, input.pricing);
+  let purge: PurgeModeReport | undefined;
+  let snippetCacheTag: CacheTagCost | undefined;
+  if (input.purge !== undefined) {
+    const p = input.purge;
+    const system = summarizeSystem(p.phase, input.pricing);
+    problems.push(...problemsOf(system, p.phase));
+    if (system.requests !== before.requests) problems.push(`before replayed ${before.requests} requests, purge ${system.requests}: not the same traffic`);
+    problems.push(...sameAnswers(before, system));
+    const mode = modeReport("purge", p.phase, system, before, p.workerVars, input.pricing);
+    const api = purgeApiFigures(p.calls, p.applied, p.phase.window ?? { from: -Infinity, to: Infinity }, p.phase.writes);
+    const maxRatio = p.maxRatio ?? 0.01;
+    const maxP99Ms = p.maxP99Ms ?? 1000;
+    const ratioMet = mode.ratio <= maxRatio;
+    const stalenessMet = mode.staleness.probed > 0 && !mode.staleness.p99AtLeast && mode.stalenessMs.p99 <= maxP99Ms;
+    purge = {
+      ...mode,
+      mode: "purge",
+      system,
+      plan: p.plan,
+      api,
+      rateLimit: rateLimitProjection(p.plan, input.pricing.requestsPerDay, PRODUCTION_WRITE_SHARE, api.tagsPerCall),
+      target: { maxRatio, maxP99Ms, ratioMet, stalenessMet, met: ratioMet && stalenessMet },
+    };
+    snippetCacheTag = cacheTagCost(p.phase.originItemAnswers ?? { ok: { count: 0, idChars: 0 }, notFound: { count: 0, idChars: 0 } }, system.requests, system.socket.originToEdgeBytes, Number(p.workerVars["EDGE_CACHE_NOT_FOUND_TTL"] ?? 0) > 0);
+    if (api.writes > 0 && api.calls === 0) {
+      notes.push("purge: the origin sent no purge call during the measured part: it does not purge on change yet (CLOUDFLARE_* ignored?), so purge mode is a one-day TTL here");
+    }
+    if (api.entriesUntagged > 0) notes.push(`purge: ${api.entriesUntagged} purged keys held entries without the purged tag (kept, as Cloudflare would): is the worker tagging what it stores?`);
+    if (mode.staleness.gaveUp > 0) notes.push(`purge: ${mode.staleness.gaveUp} of ${mode.staleness.probed} writes were still stale at the probe's bound (${mode.staleness.limitMs} ms)`);
   }
-  for (const s of [before, after]) {
+  const rate = input.traffic.ratePerSecond;
+  for (const s of purge === undefined ? [after] : [after, purge.system]) {
+    if (rate > 0 && s.seconds > 5 && s.requestsPerSecond < 0.9 * rate) {
+      notes.push(
+        `the "${s.system}" replay ran at ${Math.round(s.requestsPerSecond)} req/s, below the ${rate} req/s pace: fewer requests ` +
+          "per EDGE_CACHE_TTL window than intended, so the edge cache looks worse than it would at the set pace (lower --rate for a run that keeps up)",
+      );
+    }
+  }
+  for (const s of purge === undefined ? [before, after] : [before, after, purge.system]) {
     if (s.errors > 0 && s.errors / s.requests <= ERROR_TOLERANCE) notes.push(`${s.system}: ${s.errors} requests failed (within tolerance): ${s.errorSamples.join("; ")}`);
     if (s.revalidationsWithoutEtag > 0) notes.push(`${s.system}: ${s.revalidationsWithoutEtag} revalidating requests had no ETag yet and went without If-None-Match`);
   }
@@ -299,6 +422,9 @@ export function buildReport(input: ReportInput): EgressReport {
     before,
     after,
     ratio,
+    ...(ttl === undefined ? {} : { ttl }),
+    ...(purge === undefined ? {} : { purge }),
+    ...(snippetCacheTag === undefined ? {} : { snippetCacheTag }),
     saving: {
       share: 1 - ratio,
       bytesPerRequest: before.originBytesPerRequest - after.originBytesPerRequest,
@@ -309,6 +435,44 @@ export function buildReport(input: ReportInput): EgressReport {
     notes,
     problems,
     ok: problems.length === 0,
+  };
+}
+
+/** One mode's headline: bytes, ratio to before, staleness and what its probes cost. */
+function modeReport(
+  mode: "ttl" | "purge",
+  phase: PhaseResult,
+  system: SystemReport,
+  before: SystemReport,
+  workerVars: Record<string, string>,
+  pricing: Pricing,
+): ModeReport {
+  const ttlVar = workerVars["EDGE_CACHE_TTL"] ?? "";
+  const staleness = summarizeStaleness(phase.staleness ?? [], phase.writes, phase.stalenessLimitMs ?? 0);
+  const probeBytes = probeOriginBytes(phase);
+  const d = system.requests === 0 ? 1 : system.requests;
+  const warm = system.firstReads?.otherOriginBytesPerRequest ?? system.originBytesPerRequest;
+  return {
+    mode,
+    figures: mode === "ttl" ? "after" : "purge.system",
+    edgeCacheTtl: ttlVar,
+    edgeCacheNotFoundTtl: workerVars["EDGE_CACHE_NOT_FOUND_TTL"] ?? "",
+    originBytesPerRequest: system.originBytesPerRequest,
+    ratio: before.originBytesPerRequest === 0 ? 0 : system.originBytesPerRequest / before.originBytesPerRequest,
+    warm: {
+      originBytesPerRequest: warm,
+      ratio: before.originBytesPerRequest === 0 ? 0 : warm / before.originBytesPerRequest,
+    },
+    usdPerMonth: usdPerMonth(system.originBytesPerRequest, pricing),
+    stalenessMs: { p50: staleness.p50, p99: staleness.p99, max: staleness.max },
+    staleness: { ...staleness, pollMs: POLL_DESCRIPTION },
+    probes: {
+      requests: phase.probes?.requests ?? 0,
+      failed: phase.probes?.failed ?? 0,
+      originExchanges: phase.probes?.originExchanges ?? 0,
+      originBytes: probeBytes,
+      originBytesPerRequest: probeBytes / d,
+    },
   };
 }
 

@@ -1,6 +1,8 @@
-// The terminal table and the Markdown table of an egress report.
+// The terminal table and the Markdown table of an egress report. A report without purge mode (written before
+// it existed) prints as it always did.
 
-import type { EgressReport, SystemReport } from "./report.ts";
+import { MAX_TAGS_PER_CALL } from "./purge-figures.ts";
+import type { EgressReport, ModeReport, SystemReport } from "./report.ts";
 
 const n0 = (x: number) => Math.round(x).toLocaleString("en-US");
 const b1 = (x: number) => x.toFixed(1);
@@ -17,7 +19,8 @@ function grid(rows: string[][], align: Array<"l" | "r">): string[] {
 }
 
 export function terminalTable(report: EgressReport): string {
-  const { before, after, traffic, pricing } = report;
+  const { before, after, traffic, pricing, purge } = report;
+  const systems = purge === undefined ? [before, after] : [before, after, purge.system];
   const out: string[] = [];
   out.push("");
   out.push(`Origin egress per edge request: ${traffic.source}`);
@@ -25,30 +28,46 @@ export function terminalTable(report: EgressReport): string {
     `${n0(traffic.requests)} measured requests (+${n0(traffic.warmupRequests)} warm-up), ${n0(traffic.writes)} write${traffic.writes === 1 ? "" : "s"} while they ran, ` +
       `${traffic.concurrency} keep-alive connections${traffic.seed === null ? "" : `, seed ${traffic.seed}`}`,
   );
+  if (purge !== undefined) out.push(modesLine(report));
   if (traffic.overlappingReads) out.push("reads of one id overlapped (--overlap): totals exact, the split by class approximate");
   out.push("");
-  const rows: string[][] = [["request class", "share", "before B/req", "after B/req", "after/before", "after: at edge"]];
+  const rows: string[][] = [
+    ["request class", "share", "before B/req", "after B/req", "after/before", ...(purge ? ["purge B/req", "purge/before"] : []), "after: at edge", ...(purge ? ["purge: at edge"] : [])],
+  ];
   for (const c of report.classes) {
-    rows.push([c.label, pct(c.share), b1(c.before), b1(c.after), c.ratio === null ? "-" : pct(c.ratio), pct(c.afterAnsweredAtEdgeShare)]);
-  }
-  if (after.unattributed.exchanges + before.unattributed.exchanges > 0) {
+    const p = purge?.system.classes[c.class];
     rows.push([
-      "(edge background fetches)",
-      "",
-      b1(before.unattributed.bytes / Math.max(1, before.requests)),
-      b1(after.unattributed.bytes / Math.max(1, after.requests)),
-      "",
-      "",
+      c.label,
+      pct(c.share),
+      b1(c.before),
+      b1(c.after),
+      c.ratio === null ? "-" : pct(c.ratio),
+      ...(p ? [b1(p.originBytesPerRequest), c.before === 0 ? "-" : pct(p.originBytesPerRequest / c.before)] : []),
+      pct(c.afterAnsweredAtEdgeShare),
+      ...(p ? [pct(p.answeredAtEdgeShare)] : []),
     ]);
   }
-  rows.push(["all requests (socket count)", "100.0%", b1(before.originBytesPerRequest), b1(after.originBytesPerRequest), pct(report.ratio), pct(after.answeredAtEdgeShare)]);
-  const lines = grid(rows, ["l", "r", "r", "r", "r", "r"]);
+  if (systems.some((s) => s.unattributed.exchanges > 0)) {
+    const bg = (s: SystemReport) => b1(s.unattributed.bytes / Math.max(1, s.requests));
+    rows.push(["(edge background fetches)", "", bg(before), bg(after), "", ...(purge ? [bg(purge.system), ""] : []), "", ...(purge ? [""] : [])]);
+  }
+  rows.push([
+    "all requests (socket count)",
+    "100.0%",
+    b1(before.originBytesPerRequest),
+    b1(after.originBytesPerRequest),
+    pct(report.ratio),
+    ...(purge ? [b1(purge.originBytesPerRequest), pct(purge.ratio)] : []),
+    pct(after.answeredAtEdgeShare),
+    ...(purge ? [pct(purge.system.answeredAtEdgeShare)] : []),
+  ]);
+  const lines = grid(rows, ["l", ...rows[0]!.slice(1).map(() => "r" as const)]);
   const rule = "─".repeat(Math.max(...lines.map((l) => l.length)));
   out.push(lines[0]!, rule, ...lines.slice(1, -1), rule, lines[lines.length - 1]!);
   out.push("");
 
   const split: string[][] = [["origin → edge, B/req", "status line", "headers", "(CORS)", "body", "messages", "socket", "difference"]];
-  for (const s of [before, after]) {
+  for (const s of systems) {
     split.push([
       s.system,
       b1(s.origin.statusLine),
@@ -63,27 +82,114 @@ export function terminalTable(report: EgressReport): string {
   out.push(...grid(split, ["l", "r", "r", "r", "r", "r", "r", "r"]));
   out.push("");
   const edge: string[][] = [["", "origin requests/edge req", "answered at edge", "edge → client B/req", "$/month"]];
-  for (const s of [before, after]) {
+  for (const s of systems) {
     edge.push([s.system, (s.originExchanges / Math.max(1, s.requests)).toFixed(3), pct(s.answeredAtEdgeShare), b1(s.edgeToClientBytesPerRequest), usd(s.usdPerMonth)]);
   }
   out.push(...grid(edge, ["l", "r", "r", "r", "r"]));
-  for (const s of [before, after]) out.push(`${s.system} origin responses: ${originStatusText(s)}`);
+  for (const s of systems) out.push(`${s.system} origin responses: ${originStatusText(s)}`);
   out.push("");
   out.push(
     `after / before = ${pct(report.ratio)} (saving ${pct(report.saving.share)}, ${b1(report.saving.bytesPerRequest)} B per request): ` +
       `${usd(report.saving.usdPerMonth)}/month at ${pricing.requestsPerDay.toExponential(0).replace("e+", "e")} requests/day and $${pricing.usdPerGb}/GB`,
   );
   out.push(`target after ≤ ${pct(report.target.maxRatio, 0)} of before: ${report.target.met ? "met" : "NOT met"}`);
+  if (purge !== undefined) out.push(...freshnessLines(report));
   out.push(
-    `socket vs messages: before ${agreementText(before)}, after ${agreementText(after)} ` +
-      `(edge→client: before ${pct(before.edgeToClientAgreement.difference, 3)}, after ${pct(after.edgeToClientAgreement.difference, 3)})`,
+    `socket vs messages: ${systems.map((s) => `${s.system} ${agreementText(s)}`).join(", ")} ` +
+      `(edge→client: ${systems.map((s) => `${s.system} ${pct(s.edgeToClientAgreement.difference, 3)}`).join(", ")})`,
   );
   out.push(
-    `pace: before unpaced (${n0(before.requestsPerSecond)} req/s), after ${traffic.ratePerSecond > 0 ? `paced at ${traffic.ratePerSecond} req/s` : "unpaced"} ` +
-      `(${n0(after.requestsPerSecond)} req/s achieved); EDGE_CACHE_TTL ${traffic.workerVars["EDGE_CACHE_TTL"] ?? "(worker default)"} s`,
+    `pace: before unpaced (${n0(before.requestsPerSecond)} req/s), ${purge ? "after and purge" : "after"} ${traffic.ratePerSecond > 0 ? `paced at ${traffic.ratePerSecond} req/s` : "unpaced"} ` +
+      `(${systems.slice(1).map((s) => `${n0(s.requestsPerSecond)}`).join(" and ")} req/s achieved); EDGE_CACHE_TTL ${traffic.workerVars["EDGE_CACHE_TTL"] ?? "(worker default)"} s`,
   );
   for (const note of report.notes) out.push(`note: ${note}`);
   return out.join("\n");
+}
+
+/** Which configuration each slim-edge system ran. */
+function modesLine(report: EgressReport): string {
+  const { ttl, purge } = report;
+  if (purge === undefined) return "";
+  return (
+    `slim-edge twice, the same events side by side: after = TTL mode (EDGE_CACHE_TTL ${ttl?.edgeCacheTtl || "default"} s, no purge), ` +
+    `purge = purge on change (EDGE_CACHE_TTL ${purge.edgeCacheTtl} s, EDGE_CACHE_NOT_FOUND_TTL ${purge.edgeCacheNotFoundTtl} s, ${purge.plan} plan)`
+  );
+}
+
+/** `1,234 ms`, `≥ 22,000 ms` when the figure rests on a probe that gave up. */
+function ms(x: number, atLeast = false): string {
+  return `${atLeast ? "≥ " : ""}${x >= 100 ? n0(x) : x.toFixed(1)} ms`;
+}
+
+function stalenessRow(m: ModeReport): string[] {
+  const s = m.staleness;
+  return [
+    m.mode === "ttl" ? "after (TTL)" : "purge",
+    `${m.edgeCacheTtl || "default"} s`,
+    b1(m.originBytesPerRequest),
+    pct(m.ratio, 2),
+    m.warm === undefined ? "-" : `${b1(m.warm.originBytesPerRequest)} (${pct(m.warm.ratio, 2)})`,
+    ms(m.stalenessMs.p50, s.gaveUp > 0 && m.stalenessMs.p50 >= s.limitMs),
+    ms(m.stalenessMs.p99, s.p99AtLeast),
+    ms(m.stalenessMs.max, s.maxAtLeast),
+    `${s.gaveUp} of ${s.probed}`,
+    `${n0(m.probes.requests)} (${n0(m.probes.originBytes)} B)`,
+  ];
+}
+
+/** Staleness in both modes, purge mode's targets, its API calls, the rate-limit projection, the Snippet path. */
+function freshnessLines(report: EgressReport): string[] {
+  const { ttl, purge } = report;
+  if (purge === undefined) return [];
+  const out: string[] = [""];
+  out.push(`Fresh after writes: each measured write probed at the edge ${purge.staleness.pollMs} until it served the new version (probes not counted above)`);
+  const rows: string[][] = [["mode", "EDGE_CACHE_TTL", "origin B/req", "of before", "without first reads", "staleness p50", "p99", "max", "gave up", "probes (origin bytes)"]];
+  if (ttl !== undefined) rows.push(stalenessRow(ttl));
+  rows.push(stalenessRow(purge));
+  out.push(...grid(rows, ["l", "r", "r", "r", "r", "r", "r", "r", "r", "r"]));
+  out.push(...purgeFigureLines(report));
+  return out;
+}
+
+/** Purge mode's targets, its API calls, the rate-limit projection and the Snippet path's tag cost, a line each. */
+function purgeFigureLines(report: EgressReport): string[] {
+  const { purge, snippetCacheTag: tag } = report;
+  if (purge === undefined) return [];
+  const out: string[] = [];
+  const t = purge.target;
+  out.push(
+    `target purge mode ≤ ${pct(t.maxRatio, 0)} of before: ${t.ratioMet ? "met" : "NOT met"} (${pct(purge.ratio, 2)}` +
+      `${purge.warm === undefined ? "" : `; ${pct(purge.warm.ratio, 2)} without the first read of each id, which a cold edge pays whatever its TTL`}); ` +
+      `staleness p99 ≤ ${n0(t.maxP99Ms)} ms: ${t.stalenessMet ? "met" : "NOT met"} (${ms(purge.stalenessMs.p99, purge.staleness.p99AtLeast)})`,
+  );
+  const a = purge.api;
+  const r = purge.rateLimit;
+  out.push(
+    `purge API (${purge.plan} plan: ${rate(r.planCallsPerSecond)} calls/s, burst ${r.planBurst}): ${n0(a.calls)} calls for ${n0(a.writes)} writes = ` +
+      `${n0(a.callsPerThousandWrites)} per 1,000 writes; ${n0(a.accepted)} accepted, ${n0(a.rateLimited)} × 429, ${n0(a.failed)} failed, ${n0(a.wide)} wide (all items); ` +
+      `${a.tagsPerCall.toFixed(2)} tags per call; ${n0(a.entriesDeleted)} edge cache entries deleted`,
+  );
+  const measured =
+    a.accepted === 0
+      ? "no call accepted in this run to measure tags per call; "
+      : `${r.callsPerSecondAtMeasuredBatching.toFixed(1)} calls/s at this run's ${r.measuredTagsPerCall.toFixed(2)} tags per call (${r.holdsAtMeasuredBatching ? "holds" : "over the plan"}), `;
+  out.push(
+    `rate limit at ${r.requestsPerDay.toExponential(0).replace("e+", "e")} requests/day with ${pct(r.writeShare, 0)} writes: ${r.writesPerSecond.toFixed(1)} changes/s → ` +
+      measured +
+      `${r.callsPerSecondAtFullBatches.toFixed(1)} calls/s with full ${MAX_TAGS_PER_CALL}-tag calls (${r.holdsWithFullBatches ? "holds: the purger fills calls while it waits for tokens" : "over the plan: pick a bigger plan"})`,
+  );
+  if (tag !== undefined) {
+    out.push(
+      `Snippet path (zone cache): "${tag.example}" on each of ${n0(tag.origin200s)} origin 200s${tag.notFoundCached ? ` and ${n0(tag.origin404s)} cached 404s` : ""} = ` +
+        `${b1(tag.headerBytesPerRequest)} B per edge request (+${pct(tag.shareOfOriginBytes)} on purge mode's origin bytes); a Cache Response Rule (set_cache_tags): 0 B`,
+    );
+  }
+  return out;
+}
+
+/** A rate that may be below 1 (free plan: 5 a minute). */
+function rate(x: number): string {
+  return x >= 1 ? String(Math.round(x * 100) / 100) : x.toFixed(3);
 }
 
 /** `200 ×12,345 · 304 ×2,000 · …` over every class and the unattributed exchanges. */
@@ -99,23 +205,33 @@ function agreementText(s: SystemReport): string {
   return `${pct(s.originAgreement.difference, 3)} ${s.originAgreement.ok ? "✓" : "✗"}`;
 }
 
-/** The README table: the same figures as Markdown. */
+/** The README table: the same figures as Markdown (with purge mode's columns and tables when the report has it). */
 export function markdownTable(report: EgressReport): string {
-  const { before, after } = report;
-  const lines = [
-    "| request class | share | before B/req | after B/req | after/before | after: answered at edge |",
-    "|---|---:|---:|---:|---:|---:|",
-  ];
+  const { before, after, purge, ttl } = report;
+  const systems = purge === undefined ? [before, after] : [before, after, purge.system];
+  const lines = purge
+    ? [
+        "| request class | share | before B/req | after B/req | after/before | purge B/req | purge/before | after: answered at edge | purge: answered at edge |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+      ]
+    : ["| request class | share | before B/req | after B/req | after/before | after: answered at edge |", "|---|---:|---:|---:|---:|---:|"];
   for (const c of report.classes) {
-    lines.push(`| ${c.label} | ${pct(c.share)} | ${b1(c.before)} | ${b1(c.after)} | ${c.ratio === null ? "-" : pct(c.ratio)} | ${pct(c.afterAnsweredAtEdgeShare)} |`);
+    const p = purge?.system.classes[c.class];
+    const purgeCells = p ? ` ${b1(p.originBytesPerRequest)} | ${c.before === 0 ? "-" : pct(p.originBytesPerRequest / c.before)} |` : "";
+    lines.push(
+      `| ${c.label} | ${pct(c.share)} | ${b1(c.before)} | ${b1(c.after)} | ${c.ratio === null ? "-" : pct(c.ratio)} |${purgeCells} ${pct(c.afterAnsweredAtEdgeShare)} |` +
+        (p ? ` ${pct(p.answeredAtEdgeShare)} |` : ""),
+    );
   }
+  const purgeAll = purge ? ` **${b1(purge.originBytesPerRequest)}** | **${pct(purge.ratio, 2)}** |` : "";
   lines.push(
-    `| **all requests** (socket count) | 100% | **${b1(before.originBytesPerRequest)}** | **${b1(after.originBytesPerRequest)}** | **${pct(report.ratio)}** | ${pct(after.answeredAtEdgeShare)} |`,
+    `| **all requests** (socket count) | 100% | **${b1(before.originBytesPerRequest)}** | **${b1(after.originBytesPerRequest)}** | **${pct(report.ratio)}** |${purgeAll} ${pct(after.answeredAtEdgeShare)} |` +
+      (purge ? ` ${pct(purge.system.answeredAtEdgeShare)} |` : ""),
   );
   lines.push("");
   lines.push("| origin → edge, B/req | status line | headers | of which CORS | body | from messages | on the socket | difference |");
   lines.push("|---|---:|---:|---:|---:|---:|---:|---:|");
-  for (const s of [before, after]) {
+  for (const s of systems) {
     lines.push(
       `| ${s.system} | ${b1(s.origin.statusLine)} | ${b1(s.origin.headers)} | ${b1(s.origin.corsHeaders)} | ${b1(s.origin.body)} | ${b1(s.originBytesPerRequestFromMessages)} | ${b1(s.originBytesPerRequest)} | ${pct(s.originAgreement.difference, 3)} |`,
     );
@@ -123,6 +239,14 @@ export function markdownTable(report: EgressReport): string {
   lines.push("");
   lines.push("| | edge → client B/req | $/month |");
   lines.push("|---|---:|---:|");
-  for (const s of [before, after]) lines.push(`| ${s.system} | ${b1(s.edgeToClientBytesPerRequest)} | ${usd(s.usdPerMonth)} |`);
+  for (const s of systems) lines.push(`| ${s.system} | ${b1(s.edgeToClientBytesPerRequest)} | ${usd(s.usdPerMonth)} |`);
+  if (purge !== undefined) {
+    lines.push("");
+    lines.push("| mode | EDGE_CACHE_TTL | origin B/req | of before | without first reads | staleness p50 | p99 | max | gave up | probes (origin bytes) |");
+    lines.push("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (const m of ttl === undefined ? [purge] : [ttl, purge]) lines.push(`| ${stalenessRow(m).join(" | ")} |`);
+    lines.push("");
+    lines.push(...purgeFigureLines(report).map((line) => `- ${line}`));
+  }
   return lines.join("\n");
 }

@@ -43,6 +43,8 @@ export interface EdgeRequest {
   headers: Array<[string, string]>;
   /** Replayed before measuring starts (fills caches), reported apart. */
   warmup: boolean;
+  /** The first read of this id in the whole replay (warm-up included): set by markFirstReads. */
+  firstRead?: true;
 }
 
 export interface WriteEvent {
@@ -118,4 +120,18 @@ export function countRequests(events: readonly TrafficEvent[]): { warmup: number
     else measured++;
   }
   return { warmup, measured, writes };
+}
+
+/**
+ * Marks the first GET/HEAD of each item id (warm-up included) as `firstRead`: the read a cold edge cache must
+ * send to the origin whatever its TTL. The replay keeps the reads of one id in order, so it is also the first
+ * the edge sees (unless a staleness probe of a written id came first).
+ */
+export function markFirstReads(events: TrafficEvent[]): void {
+  const seen = new Set<string>();
+  for (const e of events) {
+    if (e.kind !== "request" || e.id === undefined || (e.method !== "GET" && e.method !== "HEAD") || seen.has(e.id)) continue;
+    seen.add(e.id);
+    e.firstRead = true;
+  }
 }

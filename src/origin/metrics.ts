@@ -1,8 +1,9 @@
 import type { Server } from "node:http";
 import type { Socket } from "node:net";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { ReadyCacheStats } from "./cache/ready-cache.ts";
+import type { SlabCacheStats } from "./cache/slab-cache.ts";
 import type { ChangeFeedStats } from "./feed/change-feed.ts";
+import type { KnownIdsStats } from "./reads/known-ids.ts";
 
 export const ROUTES = ["/items/:id", "/healthz", "/metrics", "other"] as const;
 export type RouteIndex = 0 | 1 | 2 | 3;
@@ -31,7 +32,7 @@ function methodIndex(method: string | undefined): number {
 export type StoreOp = "get" | "put" | "delete";
 
 export interface MetricsSources {
-  cacheStats: () => Readonly<ReadyCacheStats> & { expirations?: number };
+  cacheStats: () => Readonly<SlabCacheStats>;
   /** Connections the fast path gave to node:http (a request it does not serve). */
   handOffs: () => number;
   cacheMaxBytes: number;
@@ -40,6 +41,7 @@ export interface MetricsSources {
   feed: () => { healthy: boolean; stats: Readonly<ChangeFeedStats> };
   /** Cached entries served unconfirmed because the feed was down and the store did not answer. */
   staleServed: () => number;
+  knownIds: () => Readonly<KnownIdsStats>;
 }
 
 /**
@@ -117,9 +119,10 @@ export class OriginMetrics {
     cacheCounter("origin_cache_hits_total", "Cache lookups that found a live entry", (s) => s.hits);
     cacheCounter("origin_cache_misses_total", "Cache lookups that found nothing (or an expired entry)", (s) => s.misses);
     cacheCounter("origin_cache_evictions_total", "Entries the policy dropped to stay within CACHE_MAX_BYTES", (s) => s.evictions);
-    cacheCounter("origin_cache_expirations_total", "Entries dropped because CACHE_TTL_SECONDS ran out", (s) => s.expirations ?? 0);
+    cacheCounter("origin_cache_expirations_total", "Entries dropped because CACHE_TTL_SECONDS ran out", (s) => s.expirations);
     cacheGauge("origin_cache_entries", "Entries in the cache", () => sources.cacheStats().entries);
-    cacheGauge("origin_cache_bytes", "Bytes counted against CACHE_MAX_BYTES", () => sources.cacheStats().bytes);
+    cacheGauge("origin_cache_bytes", "Bytes the cache's policy counts for its entries (records and their share of the per-entry structures)", () => sources.cacheStats().bytes);
+    cacheGauge("origin_cache_allocated_bytes", "Bytes the cache really holds (slabs, index, policy): at most CACHE_MAX_BYTES", () => sources.cacheStats().allocatedBytes);
     cacheGauge("origin_cache_max_bytes", "CACHE_MAX_BYTES", () => sources.cacheMaxBytes);
     new Counter({
       name: "origin_store_reads_total",
@@ -163,6 +166,10 @@ export class OriginMetrics {
     plainCounter("origin_feed_poll_failures_total", "Polls of the change log that failed", () => sources.feed().stats.pollFailures);
     plainCounter("origin_feed_listens_total", "Times the change feed's listener (re)connected", () => sources.feed().stats.listens);
     plainCounter("origin_stale_served_total", "Cached items served unconfirmed: the feed was down and the store did not answer", sources.staleServed);
+    plainCounter("origin_filter_rejections_total", "Misses answered 404 without a store read: the membership filter ruled the id out", () => sources.knownIds().rejections);
+    cacheGauge("origin_filter_ids", "Ids in the membership filter", () => sources.knownIds().ids);
+    cacheGauge("origin_filter_bytes", "Memory of the membership filter (outside CACHE_MAX_BYTES)", () => sources.knownIds().bytes);
+    cacheGauge("origin_filter_ready", "1 while the membership filter answers, 0 while it is (re)built", () => (sources.knownIds().ready ? 1 : 0));
     cacheGauge("origin_feed_healthy", "1 while the change feed knows every change up to a moment ago, else 0", () => (sources.feed().healthy ? 1 : 0));
     this.#storeSeconds = new Histogram({
       name: "origin_store_duration_seconds",

@@ -22,6 +22,7 @@ import { Wire } from "./http/wire.ts";
 import { closeServer, listenOn, urlOf, withinGrace } from "./lifecycle/listeners.ts";
 import { OriginMetrics } from "./metrics.ts";
 import { ItemLoader, type LoaderHooks } from "./reads/item-loader.ts";
+import { KnownIds } from "./reads/known-ids.ts";
 import { readyItems, type ReadyItems } from "./reads/ready-items.ts";
 import type { ItemStore } from "./store/item-store.ts";
 import type { PostgresOptions } from "./store/postgres/connection.ts";
@@ -67,6 +68,7 @@ export interface RunningOrigin {
   readonly feed: ChangeFeed;
   readonly cache: ReadyItems;
   readonly loader: ItemLoader;
+  readonly known: KnownIds;
   readonly metrics: OriginMetrics;
   /** Items inserted by seeding on this start (0 if the store already had items). */
   readonly seeded: number;
@@ -120,13 +122,20 @@ async function start(options: StartOptions, store: ItemStore, feed: ChangeFeed, 
   const wire = new Wire({ sendDate: config.sendDate, reasonPhrase: config.reasonPhrase });
   let metrics: OriginMetrics | undefined;
   const hooks = options.loaderHooks ?? {};
-  const loader = new ItemLoader(cache, store, (item) => wire.entry(item), {
-    ...(hooks.onJoin ? { onJoin: hooks.onJoin } : {}),
-    onStoreRead(seconds, ok) {
-      metrics?.observeStore("get", seconds, ok);
-      hooks.onStoreRead?.(seconds, ok);
+  const known = new KnownIds(store, config.idFilterCapacity, () => feed.healthy, log);
+  const loader = new ItemLoader(
+    cache,
+    store,
+    (item) => wire.entry(item),
+    {
+      ...(hooks.onJoin ? { onJoin: hooks.onJoin } : {}),
+      onStoreRead(seconds, ok) {
+        metrics?.observeStore("get", seconds, ok);
+        hooks.onStoreRead?.(seconds, ok);
+      },
     },
-  });
+    (id) => known.add(id),
+  );
   let fast: FastPath | undefined;
   let reads: ItemReads | undefined;
   metrics = new OriginMetrics(
@@ -138,12 +147,14 @@ async function start(options: StartOptions, store: ItemStore, feed: ChangeFeed, 
       coalesced: () => loader.coalesced,
       feed: () => feed,
       staleServed: () => reads?.staleServed ?? 0,
+      knownIds: () => known.stats,
     },
     { defaultMetrics: options.defaultMetrics ?? false },
   );
   reads = new ItemReads({
     cache,
     loader,
+    known,
     token: config.token === undefined ? undefined : new TokenCheck(config.token),
     metrics,
     feed,
@@ -153,9 +164,17 @@ async function start(options: StartOptions, store: ItemStore, feed: ChangeFeed, 
   });
   // Before the port opens: every change committed from now on reaches the (still empty) cache.
   await feed.start({
-    changed: (id) => loader.invalidate(id),
-    lostTrack: () => loader.invalidateAll(),
+    changed: (id) => {
+      known.add(id);
+      loader.invalidate(id);
+    },
+    lostTrack: (reason) => {
+      void known.build(`changes were missed: ${reason}`, true);
+      loader.invalidateAll();
+    },
   });
+  // Built while the port serves: until it is ready every miss reads the store, as without it.
+  void known.build("start");
   const writes = new ItemWrites({
     store,
     loader,
@@ -208,6 +227,7 @@ async function start(options: StartOptions, store: ItemStore, feed: ChangeFeed, 
         metricsServer?.closeAllConnections();
         fast?.destroyAll();
       });
+      known.close();
       await feed.close();
       await store.close();
     })());
@@ -222,6 +242,7 @@ async function start(options: StartOptions, store: ItemStore, feed: ChangeFeed, 
     feed,
     cache,
     loader,
+    known,
     metrics,
     seeded,
     close,

@@ -114,4 +114,43 @@ describe("replay through a relay (item-id attribution)", () => {
       expect(replayer.edgeSocketBytes).toBe(records.reduce((n, r) => n + totalOf(r.edge), 0));
     });
   }
+
+  it("keeps staleness probes apart: they take their turn per id, and their origin and edge bytes are their own", async () => {
+    const seed = await startSeedSystem([
+      ["1", '{"id":"1","name":"one"}'],
+      ["3", '{"id":"3"}'],
+    ]);
+    closers.push(() => seed.close());
+    let replayer: Replayer | undefined;
+    const relay = new ByteRelay<RequestRecord>({
+      upstreamPort: seed.port,
+      attribute: (head, connection) => replayer!.attribute(head, connection) as RequestRecord,
+      onResponse: (token, response, request) => replayer!.onOriginResponse(token, response, request),
+    });
+    await relay.listen();
+    closers.push(() => relay.close());
+    const agent = new HttpAgent({ keepAlive: true, maxSockets: 4 });
+    closers.push(async () => agent.destroy());
+    const edgePort = await fakeEdge(relay.port, agent);
+    replayer = new Replayer({ port: edgePort, concurrency: 4, mode: "item-id", write: async () => {} });
+
+    const events: TrafficEvent[] = [];
+    for (let i = 0; i < 30; i++) events.push(read("1", `c${i}`), read("3", `c${i}`), read("2", `c${i}`));
+    const [records, answers] = await Promise.all([replayer.run(events), Promise.all(Array.from({ length: 10 }, () => replayer!.probe("1")))]);
+    expect(await relay.whenIdle(2000)).toBe(true);
+    replayer.close();
+
+    expect(answers.every((a) => a.status === 200 && a.etag !== undefined && a.at > 0 && a.error === undefined)).toBe(true);
+    expect(replayer.probeRecords).toHaveLength(10);
+    // Each read and each probe of an odd id cost exactly one origin exchange, charged to itself.
+    for (const r of [...records.filter((r) => r.event.id !== "2"), ...replayer.probeRecords]) expect(r.originExchanges).toBe(1);
+    expect(replayer.probeRecords.every((r) => r.probe === true)).toBe(true);
+    expect(records.some((r) => r.probe === true)).toBe(false);
+    const sum = (rs: RequestRecord[], pick: (r: RequestRecord) => number) => rs.reduce((n, r) => n + pick(r), 0);
+    expect(relay.snapshot().upstreamBytes).toBe(sum(records, (r) => totalOf(r.origin)) + sum(replayer.probeRecords, (r) => totalOf(r.origin)));
+    expect(replayer.edgeSocketBytes).toBe(sum(records, (r) => totalOf(r.edge)));
+    expect(replayer.probeEdgeSocketBytes).toBe(sum(replayer.probeRecords, (r) => totalOf(r.edge)));
+    // The Cache-Tag cost counts the traffic's origin 200s (60 reads of ids 1 and 3), not the probes'.
+    expect(replayer.originItemAnswers).toEqual({ ok: { count: 60, idChars: 60 }, notFound: { count: 0, idChars: 0 } });
+  });
 });

@@ -1,11 +1,13 @@
 // The egress report: figures per class and overall from phase results, the JSON's top-level contract,
-// the $/month projection, the socket-vs-message check that fails a run loudly, and the chart.
+// the $/month projection, the socket-vs-message check that fails a run loudly, and the chart; TTL mode and purge
+// mode side by side (staleness, purge API calls, the rate-limit projection, the Snippet path's Cache-Tag cost).
 import { describe, expect, it } from "vitest";
 import { niceScale, renderChart } from "../../bench/egress/chart.ts";
 import type { PhaseResult } from "../../bench/egress/phase.ts";
 import { zeroCounters } from "../../bench/egress/relay.ts";
 import { emptyUnattributed, type RequestRecord } from "../../bench/egress/replay.ts";
-import { buildReport, REPORT_SCHEMA, usdPerMonth, type ReportInput } from "../../bench/egress/report.ts";
+import { cacheTagCost, rateLimitProjection } from "../../bench/egress/purge-figures.ts";
+import { buildReport, REPORT_SCHEMA, usdPerMonth, type EgressReport, type ReportInput } from "../../bench/egress/report.ts";
 import { markdownTable, terminalTable } from "../../bench/egress/table.ts";
 import type { EdgeRequest, RequestClass } from "../../bench/egress/traffic.ts";
 
@@ -170,5 +172,139 @@ describe("egress report", () => {
     expect(svg.match(/<text /g)!.length).toBe(svg.match(/<\/text>/g)!.length);
     expect(niceScale(620)).toEqual({ max: 700, step: 100 });
     expect(niceScale(45)).toEqual({ max: 50, step: 10 });
+  });
+});
+
+describe("egress report: TTL mode and purge mode", () => {
+  const sample = (ms: number, outcome: "served" | "gave-up" = "served") => ({ id: "1", ms, outcome, probes: 3 });
+  // TTL mode (after): staleness up to the 10 s TTL.
+  const ttlPhase: PhaseResult = { ...after, staleness: [sample(4000), sample(9000)], stalenessLimitMs: 12_000, probes: { requests: 80, failed: 0, originExchanges: 2, originBytes: { startLine: 34, headers: 60, body: 166 }, edgeSocketBytes: 9000 }, window: { from: 0, to: 1000 } };
+  ttlPhase.socket = { ...after.socket, upstreamBytes: after.socket.upstreamBytes + 260 };
+  // Purge mode: one read reaches the origin; two writes, purged in two calls.
+  // Its one origin exchange is the first read of its id: a warm edge would have sent nothing.
+  const firstRead = record("read", [17, 30, 83], [17, 150, 83]);
+  firstRead.event = { ...firstRead.event, firstRead: true };
+  const purgeRecords = [record("preflight", undefined, [25, 120, 0]), firstRead, record("read", undefined, [17, 150, 83]), record("revalidate", undefined, [28, 60, 0])];
+  const purgePhase: PhaseResult = {
+    ...phase("after", purgeRecords),
+    system: "purge",
+    writes: 2,
+    staleness: [sample(120), sample(180)],
+    stalenessLimitMs: 22_000,
+    probes: { requests: 12, failed: 0, originExchanges: 2, originBytes: { startLine: 34, headers: 60, body: 166 }, edgeSocketBytes: 1500 },
+    originItemAnswers: { ok: { count: 1, idChars: 1 }, notFound: { count: 0, idChars: 0 } },
+    window: { from: 0, to: 1000 },
+  };
+  purgePhase.socket = { ...purgePhase.socket, upstreamBytes: 130 + 260 };
+  const call = (at: number, tags: string[], status = 200) => ({ at, method: "POST", path: "/client/v4/zones/z/purge_cache", body: { tags }, status, outcome: status === 200 ? ("accepted" as const) : ("rate-limited" as const) });
+  const calls = [call(-5, ["item:9"]), call(100, ["item:1"]), call(400, ["item:1", "item:2"]), call(500, ["item:3"], 429), { at: 1, method: "GET", path: "/client/v4/user/tokens/verify", body: undefined, status: 200, outcome: "verified" as const }];
+  const applied = [{ at: 101, tags: ["item:1"], keys: 1, deleted: 1, untagged: 0 }, { at: 401, tags: ["item:1", "item:2"], keys: 2, deleted: 1, untagged: 0 }];
+  const report = buildReport({
+    ...input(before, ttlPhase),
+    purge: { phase: purgePhase, plan: "pro", calls, applied, workerVars: { EDGE_CACHE_TTL: "86400", EDGE_CACHE_NOT_FOUND_TTL: "86400" } },
+  });
+
+  it("has ttl.* and purge.* headline fields, and keeps before/after/ratio for TTL mode", () => {
+    expect(report.after.originBytesPerRequest).toBe(170 / 4); // the probes' 260 bytes are not traffic
+    expect(report.after.originAgreement.ok).toBe(true);
+    expect(report.ratio).toBeCloseTo(170 / 2170, 12);
+    expect(report.ttl).toMatchObject({ mode: "ttl", figures: "after", edgeCacheTtl: "10", originBytesPerRequest: 170 / 4, stalenessMs: { p50: 4000, p99: 9000, max: 9000 } });
+    expect(report.ttl!.probes).toEqual({ requests: 80, failed: 0, originExchanges: 2, originBytes: 260, originBytesPerRequest: 65 });
+    expect(report.purge).toMatchObject({
+      mode: "purge",
+      figures: "purge.system",
+      edgeCacheTtl: "86400",
+      edgeCacheNotFoundTtl: "86400",
+      originBytesPerRequest: 130 / 4,
+      stalenessMs: { p50: 120, p99: 180, max: 180 },
+      plan: "pro",
+    });
+    expect(report.purge!.ratio).toBeCloseTo(130 / 2170, 12);
+    expect(report.purge!.system.firstReads).toEqual({ requests: 1, originBytes: 130, otherOriginBytesPerRequest: 0 });
+    expect(report.purge!.warm).toEqual({ originBytesPerRequest: 0, ratio: 0 });
+    expect(report.ttl!.warm.originBytesPerRequest).toBe(170 / 4);
+    expect(report.purge!.system.originAgreement).toMatchObject({ socketBytes: 130, messageBytes: 130, ok: true });
+    expect(report.ok).toBe(true);
+    const json = JSON.parse(JSON.stringify(report));
+    expect(json.purge.stalenessMs).toEqual({ p50: 120, p99: 180, max: 180 });
+    expect(json.ttl.originBytesPerRequest).toBe(42.5);
+  });
+
+  it("counts purge calls in the measured window, per 1,000 writes, and what they deleted", () => {
+    expect(report.purge!.api).toEqual({
+      calls: 3,
+      accepted: 2,
+      rateLimited: 1,
+      failed: 0,
+      verifications: 1,
+      tags: 3,
+      tagsPerCall: 1.5,
+      wide: 0,
+      writes: 2,
+      callsPerThousandWrites: 1500,
+      entriesDeleted: 2,
+      entriesUntagged: 0,
+    });
+  });
+
+  it("projects the plan's rate limit at 1e9 requests a day with 1% writes", () => {
+    const r = report.purge!.rateLimit;
+    expect(r).toMatchObject({ plan: "pro", planCallsPerSecond: 5, planBurst: 25, requestsPerDay: 1e9, writeShare: 0.01, measuredTagsPerCall: 1.5 });
+    expect(r.writesPerSecond).toBeCloseTo(1e7 / 86_400, 9); // 115.7 changes a second
+    expect(r.callsPerSecondAtMeasuredBatching).toBeCloseTo(1e7 / 86_400 / 1.5, 9);
+    expect(r.callsPerSecondAtFullBatches).toBeCloseTo(1e7 / 86_400 / 30, 9);
+    expect([r.holdsAtMeasuredBatching, r.holdsWithFullBatches]).toEqual([false, true]);
+    expect(rateLimitProjection("free", 1e9, 0.01, 30).holdsWithFullBatches).toBe(false);
+    expect(rateLimitProjection("enterprise", 1e9, 0.01, 3).holdsAtMeasuredBatching).toBe(true);
+  });
+
+  it("judges purge mode against ≤ 1% of before and p99 ≤ 1 s, a given-up probe never meeting it", () => {
+    expect(report.purge!.target).toEqual({ maxRatio: 0.01, maxP99Ms: 1000, ratioMet: false, stalenessMet: true, met: false });
+    const stuck = buildReport({
+      ...input(before, ttlPhase),
+      purge: { phase: { ...purgePhase, staleness: [sample(120), sample(22_000, "gave-up")] }, plan: "pro", calls: [], applied: [], workerVars: {}, maxRatio: 0.5 },
+    });
+    expect(stuck.purge!.stalenessMs.p99).toBe(22_000);
+    expect(stuck.purge!.staleness).toMatchObject({ gaveUp: 1, p99AtLeast: true });
+    expect(stuck.purge!.target).toMatchObject({ ratioMet: true, stalenessMet: false, met: false });
+    expect(stuck.notes.join("\n")).toMatch(/no purge call during the measured part/);
+  });
+
+  it("prices the Snippet path's Cache-Tag header from the origin's 200s (and cached 404s) vs 0 for a Cache Rule", () => {
+    const line = "Cache-Tag: item:1,items\r\n".length; // 25 bytes for id "1"
+    expect(report.snippetCacheTag).toMatchObject({ origin200s: 1, origin404s: 0, notFoundCached: true, headerBytes: line, ruleBytesPerRequest: 0 });
+    expect(report.snippetCacheTag!.headerBytesPerRequest).toBe(line / 4);
+    expect(report.snippetCacheTag!.shareOfOriginBytes).toBe(line / 130);
+    const answers = { ok: { count: 10, idChars: 40 }, notFound: { count: 2, idChars: 8 } };
+    expect(cacheTagCost(answers, 100, 1000, true).headerBytes).toBe(12 * "Cache-Tag: item:,items\r\n".length + 48);
+    expect(cacheTagCost(answers, 100, 1000, false).headerBytes).toBe(10 * "Cache-Tag: item:,items\r\n".length + 40);
+  });
+
+  it("prints both modes with staleness, the purge API figures and the Snippet cost; Markdown and SVG too", () => {
+    const table = terminalTable(report);
+    expect(table).toMatch(/all requests \(socket count\)\s+100\.0%\s+542\.5\s+42\.5\s+7\.8%\s+32\.5\s+6\.0%/);
+    expect(table).toMatch(/after \(TTL\)\s+10 s\s+42\.5\s+7\.83%\s+42\.5 \(7\.83%\)\s+4,000 ms\s+9,000 ms\s+9,000 ms\s+0 of 2\s+80 \(260 B\)/);
+    expect(table).toMatch(/purge\s+86400 s\s+32\.5\s+5\.99%\s+0\.0 \(0\.00%\)\s+120 ms\s+180 ms\s+180 ms\s+0 of 2/);
+    expect(table).toMatch(/target purge mode ≤ 1% of before: NOT met \(5\.99%; 0\.00% without the first read of each id, which a cold edge pays whatever its TTL\); staleness p99 ≤ 1,000 ms: met \(180 ms\)/);
+    expect(table).toMatch(/3 calls for 2 writes = 1,500 per 1,000 writes; 2 accepted, 1 × 429/);
+    expect(table).toMatch(/115\.7 changes\/s → 77\.2 calls\/s at this run's 1\.50 tags per call \(over the plan\), 3\.9 calls\/s with full 30-tag calls \(holds/);
+    expect(table).toMatch(/Cache Response Rule \(set_cache_tags\): 0 B/);
+    const md = markdownTable(report);
+    expect(md).toContain("| **all requests** (socket count) | 100% | **542.5** | **42.5** | **7.8%** | **32.5** | **5.99%** | 50.0% | 75.0% |");
+    expect(md).toContain("| purge | 86400 s | 32.5 | 5.99% | 0.0 (0.00%) | 120 ms | 180 ms | 180 ms | 0 of 2 | 12 (260 B) |");
+    const svg = renderChart(report);
+    expect(svg).not.toMatch(/NaN|undefined|Infinity/);
+    expect(svg).toContain("purge on change");
+    expect(svg).toMatch(/purge mode p50 120 ms, p99 180 ms, max 180 ms/);
+    expect(svg.match(/<text /g)!.length).toBe(svg.match(/<\/text>/g)!.length);
+  });
+
+  it("renders a report written before the modes existed, as it did", () => {
+    const old = JSON.parse(JSON.stringify(buildReport(input(before, after)))) as EgressReport;
+    expect(old.ttl).toBeUndefined();
+    expect(old.purge).toBeUndefined();
+    expect(terminalTable(old)).not.toMatch(/purge/);
+    expect(markdownTable(old)).toContain("| **all requests** (socket count) | 100% | **542.5** | **42.5** | **7.8%** | 50.0% |");
+    expect(renderChart(old)).not.toMatch(/purge|NaN|undefined/);
   });
 });

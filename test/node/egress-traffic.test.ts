@@ -9,7 +9,7 @@ import { jsonErrorOffset } from "../../bench/egress/json-position.ts";
 import { loadMix, parseMix } from "../../bench/egress/mix.ts";
 import { generateTraffic } from "../../bench/egress/mix-traffic.ts";
 import { Zipf } from "../../bench/lib/random.ts";
-import { countRequests, itemBody, type EdgeRequest } from "../../bench/egress/traffic.ts";
+import { countRequests, itemBody, markFirstReads, type EdgeRequest, type TrafficEvent } from "../../bench/egress/traffic.ts";
 import { sampleItem } from "../../src/origin/store/sample-items.ts";
 
 const DEFAULT_MIX = resolve(import.meta.dirname, "../../bench/egress/mix.default.json");
@@ -222,5 +222,38 @@ describe("command line", () => {
     expect(() => parseArgs(["--usd-per-gb", "free"])).toThrow(/expected a number above 0/);
     expect(() => parseArgs(["--json"])).toThrow(/needs a value/);
     expect(() => parseArgs(["--fast"])).toThrow(/unknown option --fast/);
+  });
+
+  it("takes purge mode's plan, pro by default", () => {
+    expect(parseArgs([]).purgePlan).toBe("pro");
+    expect(parseArgs(["--purge-plan", "enterprise"]).purgePlan).toBe("enterprise");
+    expect(() => parseArgs(["--purge-plan", "gold"])).toThrow(/--purge-plan gold: expected one of free, pro, business, enterprise/);
+  });
+});
+
+describe("first reads", () => {
+  it("marks the first GET/HEAD of each id (warm-up included), never a preflight or a write", () => {
+    const req = (method: string, id: string | undefined, warmup = false): TrafficEvent => ({
+      kind: "request",
+      method,
+      path: id === undefined ? "/" : `/items/${id}`,
+      id,
+      class: method === "OPTIONS" ? "preflight" : id === undefined ? "other" : "read",
+      client: "c1",
+      ifNoneMatch: undefined,
+      headers: [],
+      warmup,
+    });
+    const events: TrafficEvent[] = [
+      req("OPTIONS", "1", true),
+      { kind: "write", method: "PUT", id: "1", body: "{}", warmup: true },
+      req("GET", "1", true),
+      req("GET", "1"),
+      req("HEAD", "2"),
+      req("GET", "2"),
+      req("GET", undefined),
+    ];
+    markFirstReads(events);
+    expect(events.map((e) => (e.kind === "request" && e.firstRead === true ? 1 : 0))).toEqual([0, 0, 1, 0, 1, 0, 0]);
   });
 });

@@ -85,7 +85,8 @@ describe("miss coalescing", () => {
     const dir = tempDir();
     const store = new GatedStore(join(dir, "items.sqlite"));
     const joined = joins(4);
-    const origin = await start({}, { dir, store, loaderHooks: { onJoin: joined.onJoin } });
+    // Without the membership filter, which would answer these without any store read.
+    const origin = await start({ ID_FILTER_CAPACITY: "0" }, { dir, store, loaderHooks: { onJoin: joined.onJoin } });
     const conns = await Promise.all(Array.from({ length: 5 }, () => RawConnection.open(origin.port)));
     const replies = conns.map((c) => c.send(get("/items/ghost")));
     await joined.all;

@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { describe, expect, it } from "vitest";
 import { ConfigError } from "../../src/shared/config/config-error.ts";
 import { ORIGIN_VAR_DOCS } from "../../src/origin/config/origin-vars.ts";
@@ -29,6 +30,7 @@ describe("origin configuration", () => {
       token: undefined,
       maxItemBytes: 65536,
       cacheMaxBytes: 64 * 2 ** 20,
+      idFilterCapacity: "auto",
       cacheTtlMs: 86_400_000,
       sendDate: false,
       reasonPhrase: true,
@@ -36,7 +38,9 @@ describe("origin configuration", () => {
       keepAliveTimeoutMs: 910_000,
       metricsHost: "127.0.0.1",
       metricsPort: 8789,
+      purge: undefined,
       seedItems: 0,
+      processes: 1,
     });
     const names = ORIGIN_VAR_DOCS.map((v) => v.name);
     for (const name of [
@@ -165,5 +169,59 @@ describe("origin configuration", () => {
     expect(w.join("\n")).toMatch(/not above 900/);
     expect(configWarnings(parse({ HOST: "0.0.0.0" }))[0]).toMatch(/without ORIGIN_TOKEN/);
     expect(configWarnings(parse({}))).toEqual([]);
+  });
+
+  it("refuses a CACHE_MAX_BYTES the machine cannot hold, saying how much it can", () => {
+    const fourGiB = { bytes: 4 * 2 ** 30, source: "the cgroup's memory.max" };
+    expect(() => parseOriginConfig({ CACHE_MAX_BYTES: "6GiB" }, [], CWD, fourGiB)).toThrow(
+      /CACHE_MAX_BYTES: 6 GiB is more than this machine can hold \(4 GiB, the cgroup's memory.max, less 256 MiB for the process itself\): set at most 3840MiB\./,
+    );
+    expect(parseOriginConfig({ CACHE_MAX_BYTES: "3GiB" }, [], CWD, fourGiB).cacheMaxBytes).toBe(3 * 2 ** 30);
+    expect(problems({ CACHE_MAX_BYTES: "4KiB" })[0]).toMatch(/^CACHE_MAX_BYTES: "4KiB" is out of range; set between 64 KiB and 1 TiB/);
+  });
+
+  it("reads purge on change: both the zone and the token, the plan's rate unless overridden", () => {
+    const zone = "0123456789abcdef0123456789abcdef";
+    expect(parse({ CLOUDFLARE_ZONE_ID: zone, CLOUDFLARE_API_TOKEN: "t0k" }).purge).toEqual({
+      zoneId: zone,
+      token: "t0k",
+      apiBase: "https://api.cloudflare.com/client/v4",
+      plan: "free",
+      rate: 5 / 60,
+      burst: 25,
+    });
+    expect(parse({ CLOUDFLARE_ZONE_ID: zone, CLOUDFLARE_API_TOKEN: "t", CLOUDFLARE_PURGE_PLAN: "pro", CLOUDFLARE_PURGE_RATE: "2.5" }).purge).toMatchObject({ rate: 2.5, burst: 25 });
+    expect(problems({ CLOUDFLARE_ZONE_ID: zone })).toEqual(["CLOUDFLARE_API_TOKEN: is needed too: purge on change takes both CLOUDFLARE_ZONE_ID and CLOUDFLARE_API_TOKEN (or neither, for no purging)."]);
+    expect(problems({ CLOUDFLARE_ZONE_ID: "example.com", CLOUDFLARE_API_TOKEN: "t" })[0]).toMatch(/^CLOUDFLARE_ZONE_ID: "example.com" is not a zone id/);
+    expect(problems({ CLOUDFLARE_PURGE_PLAN: "gold" })[0]).toBe('CLOUDFLARE_PURGE_PLAN: "gold" is not one of "free", "pro", "business", "enterprise".');
+    expect(problems({ CLOUDFLARE_API_BASE: "ftp://x" })[0]).toMatch(/^CLOUDFLARE_API_BASE: "ftp:\/\/x" is not an http\(s\) URL/);
+    expect(parse({}).purge).toBeUndefined();
+  });
+
+  it("reads the membership filter's capacity: auto, a number, or 0 for none", () => {
+    expect(parse({}).idFilterCapacity).toBe("auto");
+    expect(parse({ ID_FILTER_CAPACITY: "5000000" }).idFilterCapacity).toBe(5_000_000);
+    expect(parse({ ID_FILTER_CAPACITY: "0" }).idFilterCapacity).toBe(0);
+    expect(problems({ ID_FILTER_CAPACITY: "lots" })[0]).toMatch(/^ID_FILTER_CAPACITY: "lots" is not a whole number of ids/);
+  });
+
+  it("reads ORIGIN_PROCESSES: a whole number, or auto for one per core", () => {
+    expect(parse({}).processes).toBe(1);
+    expect(parse({ ORIGIN_PROCESSES: "4" }).processes).toBe(4);
+    expect(parse({ ORIGIN_PROCESSES: " auto " }).processes).toBe(availableParallelism());
+    for (const raw of ["0", "-2", "two", "1.5", "1025"]) {
+      expect(problems({ ORIGIN_PROCESSES: raw })).toEqual([`ORIGIN_PROCESSES: "${raw}" is not a whole number of processes (or auto) from 1 to 1024; write e.g. "4".`]);
+    }
+    // SQLite is fine with several processes (the primary relays changes), and so is PostgreSQL.
+    expect(parse({ ORIGIN_PROCESSES: "3", DATABASE_URL: "./items.sqlite" }).processes).toBe(3);
+    expect(parse({ ORIGIN_PROCESSES: "3", DATABASE_URL: "postgres://u@db/items" }).processes).toBe(3);
+  });
+
+  it("refuses more processes than the machine can hold, each with its own cache", () => {
+    const fourGiB = { bytes: 4 * 2 ** 30, source: "the cgroup's memory.max" };
+    expect(parseOriginConfig({ ORIGIN_PROCESSES: "3", CACHE_MAX_BYTES: "1GiB" }, [], CWD, fourGiB).processes).toBe(3);
+    expect(() => parseOriginConfig({ ORIGIN_PROCESSES: "4", CACHE_MAX_BYTES: "1GiB" }, [], CWD, fourGiB)).toThrow(
+      /ORIGIN_PROCESSES: 4 processes with a 1 GiB cache each \(CACHE_MAX_BYTES\) and 256 MiB for each process itself need more than this machine can hold \(4 GiB, the cgroup's memory.max\): run at most 3, or lower CACHE_MAX_BYTES\./,
+    );
   });
 });

@@ -10,6 +10,7 @@ function value(text: string, series: string): number {
 describe("/metrics", () => {
   it("counts requests by route and status, exact bytes written, cache and store activity", async () => {
     const origin = await start({ SEED_SAMPLE_ITEMS: "3" });
+    while (!origin.known.stats.ready) await new Promise((resolve) => setImmediate(resolve));
     const c = await RawConnection.open(origin.port);
     let bytes = 0;
     const send = async (req: string | Buffer) => {
@@ -20,7 +21,7 @@ describe("/metrics", () => {
     const etag = (await send(get("/items/1"))).header("etag")!; // miss
     await send(get("/items/1")); // hit
     await send(get("/items/1", { "If-None-Match": etag })); // hit
-    await send(get("/items/404")); // miss
+    await send(get("/items/404")); // miss, ruled out by the membership filter
     await send(withBody("PUT", "/items/2", '{"v":1}'));
     await send(withBody("PUT", "/items/2", "{"));
     await send(get("/items/2", {}, "DELETE"));
@@ -43,8 +44,10 @@ describe("/metrics", () => {
     expect(value(text, "origin_cache_entries")).toBe(origin.cache.stats.entries);
     expect(value(text, "origin_cache_bytes")).toBe(origin.cache.stats.bytes);
     expect(value(text, "origin_cache_evictions_total")).toBe(0);
-    expect(value(text, "origin_store_reads_total")).toBe(2);
-    expect(value(text, 'origin_store_duration_seconds_count{op="get",outcome="ok"}')).toBe(2);
+    expect(value(text, "origin_store_reads_total")).toBe(1);
+    expect(value(text, "origin_filter_rejections_total")).toBe(1);
+    expect(value(text, "origin_filter_ready")).toBe(1);
+    expect(value(text, 'origin_store_duration_seconds_count{op="get",outcome="ok"}')).toBe(1);
     expect(value(text, 'origin_store_duration_seconds_count{op="put",outcome="ok"}')).toBe(1);
     expect(value(text, 'origin_store_duration_seconds_count{op="delete",outcome="ok"}')).toBe(1);
   });

@@ -40,6 +40,12 @@ export type EvictListener = (slot: number) => void;
  * The policy knows slots, weights and key hashes only; the cache maps keys to slots and values.
  * All state is in typed arrays indexed by slot; no per-entry objects. The sketch and the ghosts
  * are sized for the most entries held so far (at least the expected entries given at construction).
+ *
+ * Why one file of about 430 lines: the three segments, their weights and the per-slot arrays are one
+ * structure whose invariants (each slot in one list, each segment's weight the sum of its slots') every
+ * operation maintains, on the hot path of every cache hit; the parts that need no such state are
+ * already rooms of their own (FrequencySketch, WindowSizer, SlotLists). Caffeine keeps the same
+ * policy in one class for the same reason.
  */
 export class WindowTinyLfu {
   readonly #lists = new SlotLists(3);

@@ -3,8 +3,10 @@
 // it, and `npm run gen:docs` writes the configuration reference in docs/ from it. A default is written the
 // way a user would write the value, and parsed by the same reader, so the two cannot drift apart.
 
+import { availableParallelism } from "node:os";
 import type { ConfigProblem } from "../../shared/config/config-error.ts";
-import { readBoolean, readBytes, readSeconds, readWholeNumber } from "../../shared/config/grammar.ts";
+import { readBoolean, readBytes, readChoice, readSeconds, readWholeNumber } from "../../shared/config/grammar.ts";
+import { PURGE_PLANS, type PurgePlanName } from "../purge/token-bucket.ts";
 import type { VarDoc } from "../../shared/config/var-table.ts";
 import { DEFAULT_DATABASE_URL, parseDatabaseUrl, type DatabaseSpec } from "./database-url.ts";
 
@@ -35,6 +37,15 @@ export const ORIGIN_VARS = {
         "Where items are kept. A SQLite file (a plain path, `sqlite:PATH`, `sqlite:///ABS/PATH` or a `file:` URL; relative paths resolve against the working directory; the directory is created), or `postgres://user:password@host:5432/database` for PostgreSQL (several instances, or your own table: docs/origin.md).",
     },
     (raw, c): DatabaseSpec => parseDatabaseUrl(raw.trim(), c.cwd, c.problems),
+  ),
+  ID_FILTER_CAPACITY: v(
+    {
+      name: "ID_FILTER_CAPACITY",
+      default: "auto",
+      meaning:
+        "Ids the membership filter is sized for (1% false positives, about 1.3 bytes per id, outside CACHE_MAX_BYTES): a miss for an id it rules out is answered 404 without reading the store. `auto`: twice the ids at start, at least 1,000,000; it is rebuilt larger when full. `0` turns it off.",
+    },
+    (raw, c) => (raw.trim() === "auto" ? "auto" : readWholeNumber("ID_FILTER_CAPACITY", raw, { min: 0, max: 10_000_000_000, unit: "ids", example: "auto" }, c.problems)),
   ),
   ITEMS_TABLE: v(
     {
@@ -93,6 +104,49 @@ export const ORIGIN_VARS = {
     },
     (raw, c) => readWholeNumber("FEED_STALE_BOUND_MS", raw, { min: 20, max: 3_600_000, unit: "milliseconds", example: "1000" }, c.problems),
   ),
+  CLOUDFLARE_ZONE_ID: v(
+    {
+      name: "CLOUDFLARE_ZONE_ID",
+      default: "",
+      meaning:
+        "Purge on change: the zone whose edge cache holds the items (its Overview page shows the ID). With CLOUDFLARE_API_TOKEN, every committed change purges that item's cache tag (docs/purge.md); unset, nothing is purged and the edge relies on EDGE_CACHE_TTL.",
+    },
+    (raw, c) => readZoneId(raw, c),
+  ),
+  CLOUDFLARE_API_TOKEN: v(
+    {
+      name: "CLOUDFLARE_API_TOKEN",
+      default: "",
+      secret: true,
+      meaning: "Purge on change: an API token with the Zone → Cache Purge permission for CLOUDFLARE_ZONE_ID. Checked once at start (a purge of a tag no entry carries).",
+    },
+    (raw) => (raw.trim() === "" ? undefined : raw.trim()),
+  ),
+  CLOUDFLARE_API_BASE: v(
+    {
+      name: "CLOUDFLARE_API_BASE",
+      default: "https://api.cloudflare.com/client/v4",
+      meaning: "Purge on change: the API's base URL (tests and the egress meter point it at a loopback stand-in).",
+    },
+    (raw, c) => readHttpUrl("CLOUDFLARE_API_BASE", raw, c),
+  ),
+  CLOUDFLARE_PURGE_PLAN: v(
+    {
+      name: "CLOUDFLARE_PURGE_PLAN",
+      default: "free",
+      meaning:
+        "Purge on change: the account's plan, which sets the purge rate limit the purger paces itself to (free 5/min burst 25, pro 5/s burst 25, business 10/s burst 50, enterprise 50/s burst 500).",
+    },
+    (raw, c) => readChoice("CLOUDFLARE_PURGE_PLAN", raw, PURGE_PLAN_NAMES, c.problems),
+  ),
+  CLOUDFLARE_PURGE_RATE: v(
+    { name: "CLOUDFLARE_PURGE_RATE", default: "", meaning: "Purge on change: purge calls per second, instead of the plan's (e.g. `2.5`)." },
+    (raw, c) => (raw.trim() === "" ? undefined : readRate(raw, c)),
+  ),
+  CLOUDFLARE_PURGE_BURST: v(
+    { name: "CLOUDFLARE_PURGE_BURST", default: "", meaning: "Purge on change: purge calls that may go out at once, instead of the plan's." },
+    (raw, c) => (raw.trim() === "" ? undefined : readWholeNumber("CLOUDFLARE_PURGE_BURST", raw, { min: 1, max: 10_000, unit: "calls", example: "25" }, c.problems)),
+  ),
   ORIGIN_TOKEN: v(
     {
       name: "ORIGIN_TOKEN",
@@ -111,9 +165,10 @@ export const ORIGIN_VARS = {
     {
       name: "CACHE_MAX_BYTES",
       default: "64MiB",
-      meaning: "What the in-process cache of ready-to-send answers may hold in memory, everything it allocates counted.",
+      meaning:
+        "What the in-process cache of ready-to-send answers holds in memory, everything it allocates counted (slabs, index, policy), off the V8 heap. Per process; refused at start when the machine (or its container) cannot hold it.",
     },
-    (raw, c) => readBytes("CACHE_MAX_BYTES", raw, { min: 0, max: 2 ** 40, example: "256MiB" }, c.problems),
+    (raw, c) => readBytes("CACHE_MAX_BYTES", raw, { min: 64 * 2 ** 10, max: 2 ** 40, example: "256MiB" }, c.problems),
   ),
   CACHE_TTL_SECONDS: v(
     {
@@ -175,6 +230,15 @@ export const ORIGIN_VARS = {
     },
     (raw, c) => readWholeNumber("SEED_SAMPLE_ITEMS", raw, { min: 0, max: 100_000_000, unit: "items", example: "1000" }, c.problems),
   ),
+  ORIGIN_PROCESSES: v(
+    {
+      name: "ORIGIN_PROCESSES",
+      default: "1",
+      meaning:
+        "Processes serving PORT on this machine (node:cluster): a whole number, or `auto` for one per core. Above 1, a primary process forks them, replaces one that dies, serves METRICS_PORT for all of them (counters summed, `origin_worker_*{worker}` per process; with METRICS_PORT=off each process serves only its own /metrics on PORT) and stops them together on SIGINT/SIGTERM. Each has its own cache: with SQLite the primary relays every write to the other processes' caches (FEED_STALE_BOUND_MS bounds how long a silent primary is trusted); with PostgreSQL each process follows the change feed itself.",
+    },
+    (raw, c) => (raw.trim() === "auto" ? availableParallelism() : readWholeNumber("ORIGIN_PROCESSES", raw, { min: 1, max: 1024, unit: "processes (or auto)", example: "4" }, c.problems)),
+  ),
 } as const;
 
 export type OriginVarName = keyof typeof ORIGIN_VARS;
@@ -193,6 +257,37 @@ function readPort(variable: string, raw: string, c: ReadContext): number {
   if (/^\d{1,5}$/.test(value) && Number(value) <= 65535) return Number(value);
   c.problems.push({ variable, message: `"${raw}" is not a port; write a whole number from 0 to 65535.` });
   return 0;
+}
+
+const PURGE_PLAN_NAMES = Object.keys(PURGE_PLANS) as PurgePlanName[];
+
+/** A Cloudflare zone id (32 hex characters), or undefined when unset. */
+function readZoneId(raw: string, c: ReadContext): string | undefined {
+  const id = raw.trim();
+  if (id === "") return undefined;
+  if (/^[0-9a-f]{32}$/.test(id)) return id;
+  c.problems.push({ variable: "CLOUDFLARE_ZONE_ID", message: `"${id}" is not a zone id (32 lowercase hex characters, on the zone's Overview page in the dashboard).` });
+  return undefined;
+}
+
+function readHttpUrl(variable: string, raw: string, c: ReadContext): string {
+  const value = raw.trim().replace(/\/+$/, "");
+  try {
+    const url = new URL(value);
+    if (url.protocol === "https:" || url.protocol === "http:") return value;
+  } catch {
+    // reported below
+  }
+  c.problems.push({ variable, message: `"${raw}" is not an http(s) URL; write e.g. "https://api.cloudflare.com/client/v4".` });
+  return value;
+}
+
+/** Calls per second: a positive number (fractions allowed: the free plan is 5 per minute, 0.0833). */
+function readRate(raw: string, c: ReadContext): number {
+  const value = raw.trim();
+  if (/^\d{1,6}(\.\d{1,6})?$/.test(value) && Number(value) > 0) return Number(value);
+  c.problems.push({ variable: "CLOUDFLARE_PURGE_RATE", message: `"${raw}" is not a rate; write calls per second as a positive number, e.g. "5" or "0.0833".` });
+  return 1;
 }
 
 /** A name, or undefined when unset. */

@@ -5,8 +5,11 @@
 import { ConfigError, type ConfigProblem } from "../../shared/config/config-error.ts";
 import { readWholeNumber } from "../../shared/config/grammar.ts";
 import { rawValue } from "../../shared/config/var-table.ts";
+import { PURGE_PLANS, type PurgePlanName } from "../purge/token-bucket.ts";
 import type { UserTableSpec } from "../store/postgres/prepare.ts";
+import { formatBytes } from "../../shared/config/grammar.ts";
 import type { DatabaseSpec } from "./database-url.ts";
+import { machineMemory, type MachineMemory } from "./machine-memory.ts";
 import { DEFAULT_SEED_ITEMS, ORIGIN_VARS, type OriginValues, type OriginVarName } from "./origin-vars.ts";
 
 export interface OriginConfig {
@@ -27,6 +30,8 @@ export interface OriginConfig {
   token: string | undefined;
   maxItemBytes: number;
   cacheMaxBytes: number;
+  /** Ids the membership filter is sized for; "auto" sizes it from the store; 0 = no filter. */
+  idFilterCapacity: number | "auto";
   /** 0 = entries never expire (writes on this instance still replace them). */
   cacheTtlMs: number;
   sendDate: boolean;
@@ -37,14 +42,34 @@ export interface OriginConfig {
   metricsHost: string;
   /** undefined = no separate metrics listener. */
   metricsPort: number | undefined;
+  /** Purge on change; undefined = nothing is purged. */
+  purge: PurgeConfig | undefined;
   /** Sample items to insert when the store is empty (first run); 0 = none. */
   seedItems: number;
+  /** Processes serving PORT (cluster/); 1 = this process alone, no cluster. */
+  processes: number;
+}
+
+export interface PurgeConfig {
+  zoneId: string;
+  token: string;
+  apiBase: string;
+  plan: PurgePlanName;
+  /** Calls per second and bucket size: the plan's unless overridden. */
+  rate: number;
+  burst: number;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-/** Parses env + argv; `cwd` resolves relative database paths. Throws one ConfigError listing every problem. */
-export function parseOriginConfig(env: Env, argv: readonly string[] = [], cwd = process.cwd()): OriginConfig {
+/** Memory the process needs besides its cache (runtime, heap, sockets), kept out of CACHE_MAX_BYTES' reach. */
+const PROCESS_HEADROOM = 256 * 2 ** 20;
+
+/**
+ * Parses env + argv; `cwd` resolves relative database paths, `memory` is what the machine can hold (tests
+ * pass their own). Throws one ConfigError listing every problem.
+ */
+export function parseOriginConfig(env: Env, argv: readonly string[] = [], cwd = process.cwd(), memory: MachineMemory = machineMemory()): OriginConfig {
   const problems: ConfigProblem[] = [];
   const values = {} as Record<OriginVarName, unknown>;
   for (const name of Object.keys(ORIGIN_VARS) as OriginVarName[]) {
@@ -78,6 +103,24 @@ export function parseOriginConfig(env: Env, argv: readonly string[] = [], cwd = 
   if (postgres && v.FEED_POLL_MS >= v.FEED_STALE_BOUND_MS) {
     problems.push({ variable: "FEED_POLL_MS", message: `${v.FEED_POLL_MS} must be below FEED_STALE_BOUND_MS (${v.FEED_STALE_BOUND_MS}): a healthy feed polls well within the bound.` });
   }
+  if ((v.CLOUDFLARE_ZONE_ID === undefined) !== (v.CLOUDFLARE_API_TOKEN === undefined)) {
+    const missing = v.CLOUDFLARE_ZONE_ID === undefined ? "CLOUDFLARE_ZONE_ID" : "CLOUDFLARE_API_TOKEN";
+    problems.push({ variable: missing, message: `is needed too: purge on change takes both CLOUDFLARE_ZONE_ID and CLOUDFLARE_API_TOKEN (or neither, for no purging).` });
+  }
+  const room = memory.bytes - PROCESS_HEADROOM;
+  if (v.CACHE_MAX_BYTES > room) {
+    problems.push({
+      variable: "CACHE_MAX_BYTES",
+      message: `${formatBytes(v.CACHE_MAX_BYTES)} is more than this machine can hold (${formatBytes(memory.bytes)}, ${memory.source}, less ${formatBytes(PROCESS_HEADROOM)} for the process itself): set at most ${Math.max(0, Math.floor(room / 2 ** 20))}MiB.`,
+    });
+  } else if (v.ORIGIN_PROCESSES * (v.CACHE_MAX_BYTES + PROCESS_HEADROOM) > memory.bytes) {
+    // Each process has a cache of its own.
+    const fits = Math.floor(memory.bytes / (v.CACHE_MAX_BYTES + PROCESS_HEADROOM));
+    problems.push({
+      variable: "ORIGIN_PROCESSES",
+      message: `${v.ORIGIN_PROCESSES} processes with a ${formatBytes(v.CACHE_MAX_BYTES)} cache each (CACHE_MAX_BYTES) and ${formatBytes(PROCESS_HEADROOM)} for each process itself need more than this machine can hold (${formatBytes(memory.bytes)}, ${memory.source}): run at most ${fits}, or lower CACHE_MAX_BYTES.`,
+    });
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     host: v.HOST,
@@ -94,6 +137,7 @@ export function parseOriginConfig(env: Env, argv: readonly string[] = [], cwd = 
     token: v.ORIGIN_TOKEN,
     maxItemBytes: v.MAX_ITEM_BYTES,
     cacheMaxBytes: v.CACHE_MAX_BYTES,
+    idFilterCapacity: v.ID_FILTER_CAPACITY,
     cacheTtlMs: v.CACHE_TTL_SECONDS * 1000,
     sendDate: v.ORIGIN_SEND_DATE,
     reasonPhrase: v.ORIGIN_REASON_PHRASE,
@@ -101,7 +145,19 @@ export function parseOriginConfig(env: Env, argv: readonly string[] = [], cwd = 
     keepAliveTimeoutMs: v.KEEP_ALIVE_TIMEOUT_SECONDS * 1000,
     metricsHost: v.METRICS_HOST,
     metricsPort: v.METRICS_PORT,
+    purge:
+      v.CLOUDFLARE_ZONE_ID === undefined || v.CLOUDFLARE_API_TOKEN === undefined
+        ? undefined
+        : {
+            zoneId: v.CLOUDFLARE_ZONE_ID,
+            token: v.CLOUDFLARE_API_TOKEN,
+            apiBase: v.CLOUDFLARE_API_BASE,
+            plan: v.CLOUDFLARE_PURGE_PLAN,
+            rate: v.CLOUDFLARE_PURGE_RATE ?? PURGE_PLANS[v.CLOUDFLARE_PURGE_PLAN].rate,
+            burst: v.CLOUDFLARE_PURGE_BURST ?? PURGE_PLANS[v.CLOUDFLARE_PURGE_PLAN].burst,
+          },
     seedItems,
+    processes: v.ORIGIN_PROCESSES,
   };
 }
 

@@ -6,9 +6,10 @@ import type { ChangeFeed } from "../feed/change-feed.ts";
 import { ROUTE_ITEM, type OriginMetrics } from "../metrics.ts";
 import { StoreUnavailableError } from "../store/item-store.ts";
 import type { ItemLoader } from "../reads/item-loader.ts";
+import type { KnownIds } from "../reads/known-ids.ts";
 import type { ReadyItems } from "../reads/ready-items.ts";
 import type { TokenCheck } from "./token-check.ts";
-import type { ItemEntry, ReadyEntry } from "./wire.ts";
+import { MISSING, type ItemEntry, type ReadyEntry } from "./wire.ts";
 
 /**
  * How one transport writes each possible answer: `T` is what its writer returns (bytes, or nothing), `C`
@@ -41,6 +42,8 @@ export interface ItemRead {
 export interface ItemReadsOptions {
   cache: ReadyItems;
   loader: ItemLoader;
+  /** Ids that may exist: a miss for one it rules out is a 404 without a store read. */
+  known: Pick<KnownIds, "mayExist">;
   /** undefined: no token check. */
   token: TokenCheck | undefined;
   metrics: OriginMetrics;
@@ -57,6 +60,7 @@ const STORE_RECHECK_MS = 1000;
 export class ItemReads {
   readonly #cache: ReadyItems;
   readonly #loader: ItemLoader;
+  readonly #known: Pick<KnownIds, "mayExist">;
   readonly #token: TokenCheck | undefined;
   readonly #metrics: OriginMetrics;
   readonly #feed: Pick<ChangeFeed, "healthy">;
@@ -71,6 +75,7 @@ export class ItemReads {
   constructor(options: ItemReadsOptions) {
     this.#cache = options.cache;
     this.#loader = options.loader;
+    this.#known = options.known;
     this.#token = options.token;
     this.#metrics = options.metrics;
     this.#feed = options.feed;
@@ -102,6 +107,7 @@ export class ItemReads {
       return this.#confirm(this.#cache.keep(cached), request, replies, context);
     }
     const { id, ifNoneMatch, head } = request;
+    if (!this.#known.mayExist(id)) return this.#reply(MISSING, ifNoneMatch, head, replies, context);
     return this.#loader.load(id).then(
       (entry) => this.#reply(this.#storeAnswered(entry), ifNoneMatch, head, replies, context),
       (error: unknown) => this.failed(error, `${method} /items/${id}`, head, replies, context),

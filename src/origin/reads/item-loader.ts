@@ -50,7 +50,17 @@ export class ItemLoader {
   storeReads = 0;
   coalesced = 0;
 
-  constructor(cache: ReadyItems, store: ItemStore, entryOf: (item: StoredItem) => ItemEntry, hooks: LoaderHooks = {}) {
+  /** `writing(id)`: a write is about to be sent to the store (the membership filter learns the id first). */
+  readonly #writing: (id: string) => void;
+
+  constructor(
+    cache: ReadyItems,
+    store: ItemStore,
+    entryOf: (item: StoredItem) => ItemEntry,
+    hooks: LoaderHooks = {},
+    writing: (id: string) => void = () => {},
+  ) {
+    this.#writing = writing;
     this.#cache = cache;
     this.#store = store;
     this.#entryOf = entryOf;
@@ -102,6 +112,7 @@ export class ItemLoader {
    * cache, and no read joins one that did.
    */
   beginWrite(id: string): WriteTicket {
+    this.#writing(id);
     const activity = this.#activityOf(id);
     activity.generation++;
     activity.read = undefined;

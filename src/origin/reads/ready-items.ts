@@ -1,9 +1,15 @@
-// The cache as the request paths see it: ready-to-send entries by item id. The bytes behind an entry may
-// live in memory the cache reuses, so an entry returned by `get` is answered from at once (synchronously)
-// and never kept; `keep` makes a copy that outlives the next change to the cache.
+// The cache as the request paths see it: ready-to-send entries by item id, kept off the V8 heap in the
+// slab cache (src/origin/cache/slab-cache.ts), so millions of cached items are not millions of objects
+// for the garbage collector. An entry is stored as the bytes the origin writes:
+//
+//   [u16 head length][u16 304 length][u8 ETag length][u8 0] 200 response (head + body) │ 304 response
+//
+// and a cached 404 as no bytes at all. `get` answers with one reused view over those bytes (strings are
+// made only for what the answer needs), valid until the next change to the cache: answer from it at once
+// (synchronously) and never keep it; `keep` makes a copy that outlives the cache's next change.
 
-import { ReadyCache, type ReadyCacheStats } from "../cache/ready-cache.ts";
-import { entryBytes, type ReadyEntry } from "../http/wire.ts";
+import { SlabCache, type SlabCacheStats } from "../cache/slab-cache.ts";
+import { MISSING, type ItemEntry, type ReadyEntry } from "../http/wire.ts";
 
 export interface ReadyItems {
   /** The entry for `id` (a hit), or undefined (a miss). Counts the hit or miss. */
@@ -16,7 +22,7 @@ export interface ReadyItems {
   set(id: string, entry: ReadyEntry): void;
   delete(id: string): boolean;
   clear(): void;
-  readonly stats: Readonly<ReadyCacheStats>;
+  readonly stats: Readonly<SlabCacheStats>;
 }
 
 export interface ReadyItemsOptions {
@@ -25,25 +31,81 @@ export interface ReadyItemsOptions {
   now?: () => number;
 }
 
-interface Filled {
-  entry: ReadyEntry;
-  at: number;
+const HEADER = 6;
+
+/** `bytes[start, end)` as a latin1 string: one character per byte, written back exactly by the socket. */
+const latin1 = (bytes: Uint8Array, start: number, end: number): string => Buffer.prototype.latin1Slice.call(bytes, start, end);
+
+/** One cached entry read in place; re-pointed by every `get`. */
+class EntryView implements ItemEntry {
+  readonly found = true;
+  #bytes: Uint8Array = new Uint8Array(0);
+  #headLength = 0;
+  #r200End = 0;
+
+  point(bytes: Uint8Array): this {
+    this.#bytes = bytes;
+    this.#headLength = bytes[0]! | (bytes[1]! << 8);
+    this.#r200End = bytes.length - (bytes[2]! | (bytes[3]! << 8));
+    return this;
+  }
+
+  get headLength(): number {
+    return this.#headLength;
+  }
+
+  get r200(): string {
+    return latin1(this.#bytes, HEADER, this.#r200End);
+  }
+
+  get r304(): string {
+    return latin1(this.#bytes, this.#r200End, this.#bytes.length);
+  }
+
+  /** The ETag sits at the end of the 304 response, before its final CRLF CRLF. */
+  get etag(): string {
+    const end = this.#bytes.length - 4;
+    return latin1(this.#bytes, end - this.#bytes[4]!, end);
+  }
 }
 
 export function readyItems(options: ReadyItemsOptions): ReadyItems {
-  const now = options.now ?? (() => performance.now());
-  const cache = new ReadyCache<Filled>({ ...options, now });
+  const cache = new SlabCache(options);
+  const view = new EntryView();
+  let scratch: Uint8Array = new Uint8Array(1024);
   let lastFilledAt = 0;
+  const now = options.now ?? (() => performance.now());
+
+  const encode = (entry: ItemEntry): Uint8Array => {
+    const { r200, r304 } = entry;
+    const length = HEADER + r200.length + r304.length;
+    if (scratch.length < length) scratch = new Uint8Array(Math.max(length, scratch.length * 2));
+    const buf = Buffer.from(scratch.buffer, 0, length);
+    buf.writeUInt16LE(entry.headLength, 0);
+    buf.writeUInt16LE(r304.length, 2);
+    buf[4] = entry.etag.length;
+    buf[5] = 0;
+    buf.write(r200, HEADER, "latin1");
+    buf.write(r304, HEADER + r200.length, "latin1");
+    return buf;
+  };
+
   return {
     get(id) {
-      const filled = cache.get(id);
-      if (filled === undefined) return undefined;
-      lastFilledAt = filled.at;
-      return filled.entry;
+      const slot = cache.get(id);
+      if (slot === -1) return undefined;
+      lastFilledAt = cache.filledAt(slot);
+      const bytes = cache.value(slot);
+      return bytes.length === 0 ? MISSING : view.point(bytes);
     },
     lastAgeMs: () => now() - lastFilledAt,
-    keep: (entry) => entry,
-    set: (id, entry) => cache.set(id, { entry, at: now() }, entryBytes(id, entry)),
+    keep(entry) {
+      if (!entry.found) return MISSING;
+      return { found: true, etag: entry.etag, r200: entry.r200, headLength: entry.headLength, r304: entry.r304 };
+    },
+    set(id, entry) {
+      cache.set(id, entry.found ? encode(entry) : new Uint8Array(0));
+    },
     delete: (id) => cache.delete(id),
     clear: () => cache.clear(),
     get stats() {

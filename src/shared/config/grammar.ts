@@ -90,10 +90,10 @@ export function readBytes(variable: string, raw: string, rule: { min: number; ma
   return rule.min;
 }
 
-/** `67108864` → `64 MiB`: sizes in messages the way people write them. */
+/** `67108864` → `64 MiB`, `25163472896` → `23.4 GiB`: sizes in messages the way people write them. */
 export function formatBytes(n: number): string {
   for (const [unit, size] of [["TiB", 2 ** 40], ["GiB", 2 ** 30], ["MiB", 2 ** 20], ["KiB", 2 ** 10]] as const) {
-    if (n >= size && n % size === 0) return `${n / size} ${unit}`;
+    if (n >= size) return n % size === 0 ? `${n / size} ${unit}` : `${(n / size).toFixed(1)} ${unit}`;
   }
   return `${n} bytes`;
 }

@@ -1,0 +1,125 @@
+// The ids that may exist, so that a miss for an id that certainly does not (a typo, a deleted id, an
+// enumeration scan) is answered 404 without reading the store. A membership filter
+// (src/origin/filter/membership-filter.ts) built from the store at start, told of every create before it
+// commits (writes through this instance) or as soon as it is known (the change feed), and trusted only
+// while the feed is healthy: an id created elsewhere while the feed was down is unknown to it.
+//
+// Never a false negative: while the filter is (re)built from the store it is not consulted (every miss
+// reads the store), ids learnt meanwhile are added to the new filter too, and a full filter keeps
+// answering (it only says "maybe" more often) while a larger one is built.
+
+import { MembershipFilter } from "../filter/membership-filter.ts";
+import type { ItemStore } from "../store/item-store.ts";
+
+/** A build that failed (the store did not answer) is tried again after this long. */
+const RETRY_MS = 10_000;
+
+/** With `auto`, the filter holds at least this many ids, and twice the store's count at start. */
+const MIN_AUTO_CAPACITY = 1_000_000;
+
+export interface KnownIdsStats {
+  /** Misses answered 404 because the filter ruled the id out. */
+  rejections: number;
+  ids: number;
+  bytes: number;
+  /** 1 while the filter answers, 0 while it is being built (every miss reads the store). */
+  ready: boolean;
+  builds: number;
+}
+
+export class KnownIds {
+  readonly #store: ItemStore;
+  readonly #capacity: number | "auto";
+  readonly #trusted: () => boolean;
+  readonly #log: (line: string) => void;
+  #filter: MembershipFilter | undefined;
+  /** Ids learnt while a new filter is being built from the store (added to it when the scan ends). */
+  #learnt: string[] | undefined;
+  #building: Promise<void> | undefined;
+  #retry: NodeJS.Timeout | undefined;
+  readonly stats: KnownIdsStats = { rejections: 0, ids: 0, bytes: 0, ready: false, builds: 0 };
+
+  /** `capacity` 0 turns the filter off; `trusted` says whether the change feed is healthy. */
+  constructor(store: ItemStore, capacity: number | "auto", trusted: () => boolean, log: (line: string) => void) {
+    this.#store = store;
+    this.#capacity = capacity;
+    this.#trusted = trusted;
+    this.#log = log;
+  }
+
+  get enabled(): boolean {
+    return this.#capacity !== 0;
+  }
+
+  /** False only when `id` certainly does not exist (then the miss is counted as a rejection). */
+  mayExist(id: string): boolean {
+    const filter = this.#filter;
+    if (filter === undefined || filter.mightContain(id) || !this.#trusted()) return true;
+    this.stats.rejections++;
+    return false;
+  }
+
+  /** `id` may exist from now on (a write about to commit, or a change another writer committed). */
+  add(id: string): void {
+    this.#learnt?.push(id);
+    const filter = this.#filter;
+    if (filter === undefined) return;
+    filter.add(id);
+    this.stats.ids = filter.count;
+    if (filter.count > filter.capacity) void this.build("the filter is full");
+  }
+
+  /**
+   * Builds a filter from the store's ids. `distrust`: the current one may lack ids (changes were missed),
+   * so it is not consulted meanwhile; otherwise it keeps answering until the new one replaces it.
+   */
+  build(reason: string, distrust = false): Promise<void> {
+    if (!this.enabled) return Promise.resolve();
+    if (distrust) {
+      this.#filter = undefined;
+      this.stats.ready = false;
+    }
+    if (this.#building !== undefined) return this.#building;
+    this.#building = this.#scan(reason).finally(() => {
+      this.#building = undefined;
+    });
+    return this.#building;
+  }
+
+  close(): void {
+    clearTimeout(this.#retry);
+  }
+
+  async #scan(reason: string): Promise<void> {
+    clearTimeout(this.#retry);
+    const started = performance.now();
+    this.#learnt = [];
+    try {
+      const count = await this.#store.count();
+      const capacity =
+        this.#capacity === "auto" ? Math.max(MIN_AUTO_CAPACITY, 2 * count, 2 * (this.#filter?.count ?? 0)) : Math.max(this.#capacity, count + 1);
+      const filter = new MembershipFilter(capacity);
+      for await (const batch of this.#store.ids()) {
+        for (const id of batch) filter.add(id);
+        // Let requests through between batches: a scan of millions of ids must not stall the port.
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      for (const id of this.#learnt) filter.add(id);
+      this.#filter = filter;
+      this.stats.ids = filter.count;
+      this.stats.bytes = filter.bytes;
+      this.stats.ready = true;
+      this.stats.builds++;
+      // The first build is routine (its figures are in /metrics); a rebuild is worth a line.
+      if (this.stats.builds > 1) {
+        this.#log(`origin: membership filter: ${filter.count} ids, sized for ${capacity} (${(filter.bytes / 2 ** 20).toFixed(1)} MiB), rebuilt in ${((performance.now() - started) / 1000).toFixed(1)} s (${reason})`);
+      }
+    } catch (error) {
+      this.#log(`origin: membership filter: could not be built (${(error as Error).message}); every miss reads the store until it is (retrying in ${RETRY_MS / 1000} s)`);
+      this.#retry = setTimeout(() => void this.build(reason), RETRY_MS);
+      this.#retry.unref();
+    } finally {
+      this.#learnt = undefined;
+    }
+  }
+}

@@ -3,6 +3,7 @@ import type { Socket } from "node:net";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { SlabCacheStats } from "./cache/slab-cache.ts";
 import type { ChangeFeedStats } from "./feed/change-feed.ts";
+import type { LeaderDuties } from "./purge/leader-duties.ts";
 import type { KnownIdsStats } from "./reads/known-ids.ts";
 
 export const ROUTES = ["/items/:id", "/healthz", "/metrics", "other"] as const;
@@ -42,6 +43,7 @@ export interface MetricsSources {
   /** Cached entries served unconfirmed because the feed was down and the store did not answer. */
   staleServed: () => number;
   knownIds: () => Readonly<KnownIdsStats>;
+  duties: () => LeaderDuties;
 }
 
 /**
@@ -170,6 +172,26 @@ export class OriginMetrics {
     cacheGauge("origin_filter_ids", "Ids in the membership filter", () => sources.knownIds().ids);
     cacheGauge("origin_filter_bytes", "Memory of the membership filter (outside CACHE_MAX_BYTES)", () => sources.knownIds().bytes);
     cacheGauge("origin_filter_ready", "1 while the membership filter answers, 0 while it is (re)built", () => (sources.knownIds().ready ? 1 : 0));
+    const purge = () => sources.duties().purgeStats();
+    cacheGauge("origin_leader", "1 while this instance purges the edge and prunes the change log for all of them", () => (sources.duties().leading ? 1 : 0));
+    cacheGauge("origin_purge_pending", "Changes waiting to be purged from the edge, at the purger's last look", () => purge()?.pending ?? 0);
+    plainCounter("origin_purge_calls_total", "Purge API calls sent (by tag, wide, and the start-up check)", () => purge()?.calls ?? 0);
+    plainCounter("origin_purge_tags_total", "Cache tags in purge calls Cloudflare accepted", () => purge()?.purgedTags ?? 0);
+    plainCounter("origin_purge_retries_total", "Purge calls that failed retryably (429, 5xx, timeout, network, malformed answer)", () => purge()?.retried ?? 0);
+    plainCounter("origin_purge_refused_total", "Purge calls Cloudflare refused (wrong token or permission)", () => purge()?.refused ?? 0);
+    plainCounter("origin_purge_fallbacks_total", "Wide purges of every item sent because tag purges could not keep up or kept failing", () => purge()?.fallbacks ?? 0);
+    plainCounter("origin_purge_dropped_total", "Changes given up on (always 0: the wide purge covers what tag purges cannot)", () => purge()?.dropped ?? 0);
+    new Gauge({
+      name: "origin_purge_state",
+      help: "1 for the purger's current state: ok, retrying, refused or fallback",
+      labelNames: ["state"] as const,
+      registers,
+      collect() {
+        this.reset();
+        const state = purge()?.state;
+        if (state !== undefined) for (const s of ["ok", "retrying", "refused", "fallback"]) this.set({ state: s }, s === state ? 1 : 0);
+      },
+    });
     cacheGauge("origin_feed_healthy", "1 while the change feed knows every change up to a moment ago, else 0", () => (sources.feed().healthy ? 1 : 0));
     this.#storeSeconds = new Histogram({
       name: "origin_store_duration_seconds",

@@ -10,8 +10,8 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { OriginConfig } from "./config/parse-origin-config.ts";
-import { LocalChangeFeed, type ChangeFeed } from "./feed/change-feed.ts";
-import { PostgresChangeFeed } from "./feed/postgres-change-feed.ts";
+import { feedFor, openStore, startDutiesFor } from "./backing.ts";
+import type { ChangeFeed } from "./feed/change-feed.ts";
 import { attachFastPath, type FastPath } from "./http/fast/fast-transport.ts";
 import { ItemReads } from "./http/item-reads.ts";
 import { ItemWrites } from "./http/item-writes.ts";
@@ -24,13 +24,9 @@ import { OriginMetrics } from "./metrics.ts";
 import { ItemLoader, type LoaderHooks } from "./reads/item-loader.ts";
 import { KnownIds } from "./reads/known-ids.ts";
 import { readyItems, type ReadyItems } from "./reads/ready-items.ts";
+import type { LeaderDuties } from "./purge/leader-duties.ts";
 import type { ItemStore } from "./store/item-store.ts";
-import type { PostgresOptions } from "./store/postgres/connection.ts";
-import { OwnedTableStore } from "./store/postgres/owned-table-store.ts";
-import { preparePostgres } from "./store/postgres/prepare.ts";
-import { UserTableStore } from "./store/postgres/user-table-store.ts";
 import { sampleItems } from "./store/sample-items.ts";
-import { SqliteItemStore } from "./store/sqlite-store.ts";
 
 /** How long answers in flight may take to finish once shutdown starts. */
 const GRACE_MS = 10_000;
@@ -54,6 +50,8 @@ export interface StartOptions {
   headersTimeoutMs?: number;
   /** A write through this instance committed (cluster mode relays it to the other processes). */
   onCommitted?: (id: string) => void;
+  /** Embedded SQLite: whether this process purges the edge and prunes the change log (default true; the cluster primary picks one process). */
+  sqliteLeader?: boolean;
   log?: (line: string) => void;
 }
 
@@ -66,6 +64,8 @@ export interface RunningOrigin {
   readonly fastPath: boolean;
   readonly store: ItemStore;
   readonly feed: ChangeFeed;
+  /** Purging the edge and pruning the change log, when this instance leads. */
+  readonly duties: LeaderDuties;
   readonly cache: ReadyItems;
   readonly loader: ItemLoader;
   readonly known: KnownIds;
@@ -90,34 +90,27 @@ export async function startOrigin(options: StartOptions): Promise<RunningOrigin>
   }
 }
 
-function postgresOptions(config: OriginConfig, url: string): PostgresOptions {
-  return { url, poolSize: config.poolSize, timeoutMs: config.storeTimeoutMs, applicationName: "slim-edge-origin" };
-}
-
-/** The store DATABASE_URL names, checked (and for PostgreSQL, its schema prepared) before anything is served. */
-async function openStore(config: OriginConfig, writeEpoch: string | undefined): Promise<ItemStore> {
-  const { database } = config;
-  if (database.kind === "sqlite") return new SqliteItemStore(database.path, writeEpoch === undefined ? {} : { writeEpoch });
-  const options = { ...postgresOptions(config, database.url), display: database.display };
-  const shape = await preparePostgres(options, config.userTable);
-  if (shape !== undefined) return new UserTableStore(options, shape);
-  return new OwnedTableStore(writeEpoch === undefined ? options : { ...options, writeEpoch });
-}
-
-function feedFor(config: OriginConfig, log: (line: string) => void): ChangeFeed {
-  const { database } = config;
-  if (database.kind === "sqlite") return new LocalChangeFeed();
-  return new PostgresChangeFeed({
-    ...postgresOptions(config, database.url),
-    pollMs: config.feedPollMs,
-    staleBoundMs: config.feedStaleBoundMs,
-    log,
-  });
-}
-
 async function start(options: StartOptions, store: ItemStore, feed: ChangeFeed, log: (line: string) => void): Promise<RunningOrigin> {
   const { config } = options;
   const seeded = config.seedItems > 0 ? await store.seedIfEmpty(sampleItems(config.seedItems)) : 0;
+  const duties = await startDutiesFor(config, store, options.sqliteLeader ?? true, log);
+  try {
+    return await serve(options, store, feed, duties, seeded, log);
+  } catch (error) {
+    await duties.close();
+    throw error;
+  }
+}
+
+async function serve(
+  options: StartOptions,
+  store: ItemStore,
+  feed: ChangeFeed,
+  duties: LeaderDuties,
+  seeded: number,
+  log: (line: string) => void,
+): Promise<RunningOrigin> {
+  const { config } = options;
   const cache = readyItems({ maxBytes: config.cacheMaxBytes, ttlMs: config.cacheTtlMs, ...(options.now ? { now: options.now } : {}) });
   const wire = new Wire({ sendDate: config.sendDate, reasonPhrase: config.reasonPhrase });
   let metrics: OriginMetrics | undefined;
@@ -148,6 +141,7 @@ async function start(options: StartOptions, store: ItemStore, feed: ChangeFeed, 
       feed: () => feed,
       staleServed: () => reads?.staleServed ?? 0,
       knownIds: () => known.stats,
+      duties: () => duties,
     },
     { defaultMetrics: options.defaultMetrics ?? false },
   );
@@ -167,6 +161,7 @@ async function start(options: StartOptions, store: ItemStore, feed: ChangeFeed, 
     changed: (id) => {
       known.add(id);
       loader.invalidate(id);
+      duties.changed();
     },
     lostTrack: (reason) => {
       void known.build(`changes were missed: ${reason}`, true);
@@ -182,7 +177,10 @@ async function start(options: StartOptions, store: ItemStore, feed: ChangeFeed, 
     metrics,
     maxItemBytes: config.maxItemBytes,
     readOnlyReason: `items come from a table the origin does not own (${store.description}): change them there; PUT and DELETE are refused`,
-    committed: (id) => options.onCommitted?.(id),
+    committed: (id) => {
+      options.onCommitted?.(id);
+      duties.changed();
+    },
     log,
   });
   const operational = new Operational(wire, metrics, store, log);
@@ -228,6 +226,7 @@ async function start(options: StartOptions, store: ItemStore, feed: ChangeFeed, 
         fast?.destroyAll();
       });
       known.close();
+      await duties.close();
       await feed.close();
       await store.close();
     })());
@@ -240,6 +239,7 @@ async function start(options: StartOptions, store: ItemStore, feed: ChangeFeed, 
     fastPath: fast !== undefined,
     store,
     feed,
+    duties,
     cache,
     loader,
     known,

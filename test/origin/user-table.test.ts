@@ -93,6 +93,19 @@ describe("serving the user's own table", () => {
     expect((await get(`${versioned.url}/items/7`)).etag).toBe('"v1"');
   });
 
+  it("serves the table as a role that does not own it, given the grants --grant-to installs", async () => {
+    const { url, db } = await catalogue();
+    await postgres.pg.sql("DO $$ BEGIN CREATE ROLE reader LOGIN PASSWORD 'reader-pw'; EXCEPTION WHEN duplicate_object THEN NULL; END $$", db);
+    expect(await feedInstall(url, ["--table", "products", "--id-column", "sku", "--grant-to", "reader"])).toMatchObject({ code: 0 });
+    const asReader = url.replace("postgres://postgres@", "postgres://reader:reader-pw@");
+    const origin = await startOnPostgres(asReader, { ITEMS_TABLE: "products", ITEMS_ID_COLUMN: "sku", ITEMS_JSON_COLUMN: "doc" });
+    expect((await get(`${origin.url}/items/B-2`)).body).toBe('{"name":"bolt"}');
+    await postgres.pg.sql(`UPDATE products SET doc = '{"name": "bolt", "size": 8}' WHERE sku = 'B-2'`, db);
+    await eventually(`${origin.url}/items/B-2`, '{"name":"bolt","size":8}');
+    // What the leader does with the log as that role: mark changes purged, prune.
+    await postgres.pg.sql("SET ROLE reader; UPDATE slim_edge_changes SET purged = true; DELETE FROM slim_edge_changes WHERE purged; UPDATE slim_edge_feed SET pruned_below = pruned_below; RESET ROLE;", db);
+  });
+
   it("prints the install SQL with --print, and refuses to run without a table or a database", async () => {
     const printed = await feedInstall(undefined, ["--table", "shop.products", "--id-column", "sku", "--print"]);
     expect(printed.code).toBe(0);

@@ -20,7 +20,7 @@
 // (and a refill of the edge cache from the origin). Changes are counted, not distinct ids, so a hot id makes the
 // bound trip early: the safe side.
 
-import { itemTag } from "../../shared/cache-tag.ts";
+import { ALL_ITEMS_TAG, itemTag } from "../../shared/cache-tag.ts";
 import { MAX_TAGS_PER_CALL } from "./cloudflare-purge-api.ts";
 import type { PendingChange } from "./purge-source.ts";
 import type { PurgeRate } from "./token-bucket.ts";
@@ -80,7 +80,8 @@ export function batchOf(changes: readonly PendingChange[]): { tags: string[]; ke
         more = true;
         continue;
       }
-      tags.set(folded, itemTag(change.id));
+      // "" is a change to every item (a TRUNCATE of the items table): only the all-items tag covers it.
+      tags.set(folded, change.id === "" ? ALL_ITEMS_TAG : itemTag(change.id));
     }
     keys.push(change.key);
   }

@@ -61,12 +61,14 @@ export class KnownIds {
 
   /** `id` may exist from now on (a write about to commit, or a change another writer committed). */
   add(id: string): void {
-    this.#learnt?.push(id);
     const filter = this.#filter;
-    if (filter === undefined) return;
-    filter.add(id);
-    this.stats.ids = filter.count;
-    if (filter.count > filter.capacity) void this.build("the filter is full");
+    if (filter !== undefined) {
+      filter.add(id);
+      this.stats.ids = filter.count;
+      if (filter.count > filter.capacity) void this.build("the filter is full");
+    }
+    // After starting a build, not before: the id may not be committed yet, so its scan may miss it.
+    this.#learnt?.push(id);
   }
 
   /**

@@ -1,7 +1,9 @@
 // The SQLite writer, run in a worker thread by SqliteItemStore: every PUT/DELETE commits here, with its
 // fsync (synchronous = FULL), so a slow disk never blocks the event loop that serves reads. Writes that
 // arrive while one commit is running are committed together in the next transaction (group commit); each
-// caller is answered only after the transaction holding its write has committed.
+// caller is answered only after the transaction holding its write has committed. With `recordChanges` each
+// PUT and each DELETE that removed a live item also records the id in the `changes` outbox, in the same
+// transaction, and the purger's writes to that outbox (marking changes purged, pruning) commit here too.
 
 import { parentPort, workerData } from "node:worker_threads";
 import { quietSqliteWarning } from "./quiet-sqlite-warning.ts";
@@ -9,15 +11,23 @@ import { quietSqliteWarning } from "./quiet-sqlite-warning.ts";
 export type WriteRequest =
   | { seq: number; op: "put"; id: string; body: Uint8Array }
   | { seq: number; op: "delete"; id: string }
+  /** Marks these outbox rows purged; value: how many were pending. */
+  | { seq: number; op: "mark"; changes: readonly number[] }
+  /** Marks at most `limit` pending outbox rows with seq ≤ `upTo` purged (oldest first); value: how many. */
+  | { seq: number; op: "markUpTo"; upTo: number; limit: number }
+  /** Deletes at most `limit` outbox rows: purged ones changed before `purgedBefore`, any changed before `anyBefore` (ms). */
+  | { seq: number; op: "prune"; purgedBefore: number; anyBefore: number; limit: number }
   | { seq: number; op: "close" };
 
 export type WriteReply = { seq: number; ok: true; value: number | boolean } | { seq: number; ok: false; message: string };
+
+type Write = Exclude<WriteRequest, { op: "close" }>;
 
 if (parentPort !== null) {
   const port = parentPort;
   quietSqliteWarning();
   const { DatabaseSync } = await import("node:sqlite");
-  const { path, epoch } = workerData as { path: string; epoch: string };
+  const { path, epoch, recordChanges } = workerData as { path: string; epoch: string; recordChanges: boolean };
   const db = new DatabaseSync(path);
   db.exec("PRAGMA journal_mode = WAL");
   db.exec("PRAGMA synchronous = FULL");
@@ -30,11 +40,41 @@ if (parentPort !== null) {
   const del = db.prepare(
     "UPDATE items SET version = version + 1, body = NULL WHERE id = ? AND body IS NOT NULL RETURNING version",
   );
+  const record = db.prepare("INSERT INTO changes (id, changed_at) VALUES (?, ?)");
+  const mark = db.prepare("UPDATE changes SET purged = 1 WHERE seq = ? AND purged = 0");
+  const markUpTo = db.prepare(
+    "UPDATE changes SET purged = 1 WHERE seq IN (SELECT seq FROM changes WHERE purged = 0 AND seq <= ? ORDER BY seq LIMIT ?)",
+  );
+  const prune = db.prepare(
+    "DELETE FROM changes WHERE seq IN (SELECT seq FROM changes WHERE changed_at < ? AND (purged = 1 OR changed_at < ?) LIMIT ?)",
+  );
 
-  const apply = (m: Exclude<WriteRequest, { op: "close" }>): number | boolean =>
-    m.op === "put" ? (put.get(m.id, epoch, m.body) as { version: number }).version : del.get(m.id) !== undefined;
+  const changed = (id: string) => {
+    if (recordChanges) record.run(id, Date.now());
+  };
 
-  const commit = (batch: Exclude<WriteRequest, { op: "close" }>[]): WriteReply[] => {
+  const apply = (m: Write): number | boolean => {
+    switch (m.op) {
+      case "put": {
+        const { version } = put.get(m.id, epoch, m.body) as { version: number };
+        changed(m.id);
+        return version;
+      }
+      case "delete": {
+        const deleted = del.get(m.id) !== undefined;
+        if (deleted) changed(m.id); // deleting nothing changes nothing the edge may hold
+        return deleted;
+      }
+      case "mark":
+        return m.changes.reduce((n, seq) => n + Number(mark.run(seq).changes), 0);
+      case "markUpTo":
+        return Number(markUpTo.run(m.upTo, m.limit).changes);
+      case "prune":
+        return Number(prune.run(m.purgedBefore, m.anyBefore, m.limit).changes);
+    }
+  };
+
+  const commit = (batch: Write[]): WriteReply[] => {
     db.exec("BEGIN IMMEDIATE");
     try {
       const values = batch.map(apply);
@@ -53,7 +93,7 @@ if (parentPort !== null) {
     const batch = queue;
     queue = [];
     const closeAt = batch.findIndex((m) => m.op === "close");
-    const writes = (closeAt === -1 ? batch : batch.slice(0, closeAt)) as Exclude<WriteRequest, { op: "close" }>[];
+    const writes = (closeAt === -1 ? batch : batch.slice(0, closeAt)) as Write[];
     if (writes.length > 0) for (const reply of commit(writes)) port.postMessage(reply);
     if (closeAt !== -1) {
       db.close();

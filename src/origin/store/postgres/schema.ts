@@ -83,9 +83,20 @@ CREATE OR REPLACE TRIGGER ${TRIGGER_NAME}_truncate AFTER TRUNCATE ON ${table}
 `;
 }
 
-/** Everything a user's table needs, as one script: the change log, its function and the triggers. */
-export function installScript(table: string, idColumn: string): string {
-  return `BEGIN;\n${CHANGE_LOG_SQL}\n${triggerSql(table, idColumn)}\nCOMMIT;\n`;
+/**
+ * Everything a user's table needs, as one script: the change log, its function and the triggers, and with
+ * `grantTo` the rights the origin's own role needs (reading the table and the log, marking changes purged,
+ * pruning the log) when it is not the owner.
+ */
+export function installScript(table: string, idColumn: string, grantTo?: string): string {
+  const grants =
+    grantTo === undefined
+      ? ""
+      : `GRANT SELECT ON ${table} TO ${quoteName(grantTo)};
+GRANT SELECT, UPDATE, DELETE ON ${CHANGES_TABLE} TO ${quoteName(grantTo)};
+GRANT SELECT, UPDATE ON ${FEED_TABLE} TO ${quoteName(grantTo)};
+`;
+  return `BEGIN;\n${CHANGE_LOG_SQL}\n${triggerSql(table, idColumn)}\n${grants}COMMIT;\n`;
 }
 
 /** An SQL identifier, quoted; `schema.table` becomes `"schema"."table"`. */

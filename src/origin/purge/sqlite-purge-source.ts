@@ -1,0 +1,72 @@
+// The purger's durable queue on the embedded SQLite store: the `changes` outbox that SqliteItemStore fills in
+// the same transaction as each write (sqlite-store.ts). Reads run on the calling thread (an indexed read of the
+// pending rows, microseconds); every write (marking purged) goes through the store's writer thread, so an
+// fsync never blocks the event loop. SQLite commits one transaction at a time, so seq order is commit order: a
+// cut is simply the highest pending seq, and whatever commits later gets a higher one and stays pending.
+
+import type { SqliteItemStore } from "../store/sqlite-store.ts";
+import type { PendingChange, PurgeCut, PurgeSource } from "./purge-source.ts";
+
+/** Rows marked per writer transaction by markCut: a wide purge may cover a large backlog, writes go between. */
+const MARK_BATCH = 5_000;
+/**
+ * Pending changes are counted up to this many (4-30 ms on the event loop; see pendingChangeSummary): above
+ * every plan's backlog bound (60,000 for Enterprise, purge-policy.ts), so the purger's fallback decision is exact,
+ * while a backlog that grows for hours (purges refused) never stalls reads for a full count.
+ */
+export const SQLITE_BACKLOG_COUNT_CAP = 100_000;
+
+interface SqliteCut extends PurgeCut {
+  readonly source: SqlitePurgeSource;
+  /** Every pending row with seq ≤ this was committed before the cut. */
+  readonly lastSeq: number;
+}
+
+export class SqlitePurgeSource implements PurgeSource {
+  readonly #store: SqliteItemStore;
+
+  constructor(store: SqliteItemStore) {
+    if (!store.recordsChanges) {
+      // Without the outbox nothing would ever be pending, and the edge would keep stale items for its TTL.
+      throw new Error(`the SQLite store ${store.description} was opened without recordChanges: nothing would be purged`);
+    }
+    this.#store = store;
+  }
+
+  take(limit: number): Promise<PendingChange[]> {
+    return this.#read(() => this.#store.pendingChanges(limit).map((row) => ({ key: String(row.seq), id: row.id })));
+  }
+
+  async markPurged(keys: string[]): Promise<void> {
+    for (let i = 0; i < keys.length; i += MARK_BATCH) {
+      await this.#store.markChangesPurged(keys.slice(i, i + MARK_BATCH).map(Number));
+    }
+  }
+
+  cut(): Promise<PurgeCut> {
+    return this.#read(() => {
+      const { count, lastSeq } = this.#store.pendingChangeSummary(SQLITE_BACKLOG_COUNT_CAP);
+      return { count, lastSeq, source: this } satisfies SqliteCut;
+    });
+  }
+
+  async markCut(cut: PurgeCut): Promise<void> {
+    const { lastSeq, source } = cut as Partial<SqliteCut>;
+    if (source !== this || lastSeq === undefined) throw new TypeError("markCut: this cut was not taken by this source");
+    while ((await this.#store.markChangesPurgedUpTo(lastSeq, MARK_BATCH)) === MARK_BATCH);
+  }
+
+  /** Capped at SQLITE_BACKLOG_COUNT_CAP. */
+  backlog(): Promise<number> {
+    return this.#read(() => this.#store.pendingChangeSummary(SQLITE_BACKLOG_COUNT_CAP).count);
+  }
+
+  /** A synchronous read as a promise: a closed store rejects (the purger counts it as a retryable failure). */
+  #read<T>(read: () => T): Promise<T> {
+    try {
+      return Promise.resolve(read());
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+}

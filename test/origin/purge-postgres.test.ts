@@ -1,0 +1,48 @@
+// Purge on change with several instances on PostgreSQL: every committed change (through any instance, or
+// any other writer of the table) is purged once, by the one instance that leads, and when the leader goes
+// away another takes over and purges what was left pending. The Cloudflare API is the loopback stand-in.
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { startCloudflareApiStandIn, type CloudflareApiStandIn } from "../../scripts/lib/cloudflare-api-stand-in.ts";
+import { startOnPostgres, usePostgres } from "./pg-harness.ts";
+
+const postgres = usePostgres();
+const ZONE = "fedcba9876543210fedcba9876543210";
+const TOKEN = "purge-postgres-token-0123456789";
+let standIn: CloudflareApiStandIn;
+
+beforeAll(async () => {
+  standIn = await startCloudflareApiStandIn({ token: TOKEN, zoneId: ZONE, plan: "enterprise" });
+});
+afterAll(async () => {
+  await standIn?.close();
+});
+
+const env = () => ({ CLOUDFLARE_ZONE_ID: ZONE, CLOUDFLARE_API_TOKEN: TOKEN, CLOUDFLARE_API_BASE: standIn.baseUrl, CLOUDFLARE_PURGE_PLAN: "enterprise" });
+/** How many accepted calls purged `item:<id>`. */
+const purgesOf = (id: string) => standIn.calls.filter((c) => c.outcome === "accepted" && (c.body as { tags?: string[] }).tags?.includes(`item:${id}`)).length;
+
+async function put(url: string, id: string, body: string): Promise<void> {
+  const res = await fetch(`${url}/items/${id}`, { method: "PUT", headers: { "content-type": "application/json" }, body });
+  expect(res.status).toBe(204);
+}
+
+describe("purge on change across instances (PostgreSQL)", () => {
+  it("purges each change once, whichever instance or writer made it, and a new leader resumes", async () => {
+    const url = await postgres.database();
+    const a = await startOnPostgres(url, env());
+    const b = await startOnPostgres(url, env());
+    await vi.waitFor(() => expect([a.duties.leading, b.duties.leading].filter(Boolean)).toHaveLength(1), { timeout: 10_000, interval: 10 });
+    const [leader, follower] = a.duties.leading ? [a, b] : [b, a];
+
+    for (let i = 0; i < 10; i++) await put((i % 2 === 0 ? a : b).url, `p${i}`, `{"i":${i}}`);
+    await postgres.pg.sql(`UPDATE slim_edge_items SET body = convert_to('{"by":"sql"}', 'UTF8'), version = version + 1 WHERE id = 'p0'`, url.slice(url.lastIndexOf("/") + 1));
+    await vi.waitFor(() => expect(purgesOf("p0")).toBe(2), { timeout: 10_000, interval: 10 });
+    for (let i = 1; i < 10; i++) expect(purgesOf(`p${i}`)).toBe(1);
+    expect(follower.duties.purgeStats()!.calls).toBe(1); // its start-up check, nothing else
+
+    await leader.close();
+    await vi.waitFor(() => expect(follower.duties.leading).toBe(true), { timeout: 20_000, interval: 20 });
+    await put(follower.url, "after", '{"leader":"new"}');
+    await vi.waitFor(() => expect(purgesOf("after")).toBe(1), { timeout: 10_000, interval: 10 });
+  });
+});

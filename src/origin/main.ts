@@ -2,10 +2,13 @@
 // Reads configuration from the environment (the table in config/origin-vars.ts, or `--help`), refuses an
 // invalid one with exit code 2, prints one startup line with the URL, and shuts down cleanly on
 // SIGINT/SIGTERM (in-flight requests finish, the database is closed).
+// ORIGIN_PROCESSES > 1 hands over to cluster/primary.ts (N worker processes on one port); 1 (the default)
+// is this process alone, without node:cluster.
 
 import { ConfigError } from "../shared/config/config-error.ts";
 import { ORIGIN_VAR_DOCS } from "./config/origin-vars.ts";
 import { configWarnings, parseOriginConfig, type OriginConfig } from "./config/parse-origin-config.ts";
+import { explainStartFailure } from "./cluster/start-failure.ts";
 import { quietSqliteWarning } from "./store/quiet-sqlite-warning.ts";
 
 const argv = process.argv.slice(2);
@@ -29,49 +32,51 @@ try {
 }
 for (const warning of configWarnings(config)) process.stderr.write(`origin: warning: ${warning}\n`);
 
-// Before node:sqlite loads (start-origin.ts imports it): keep its ExperimentalWarning out of the output.
-quietSqliteWarning();
-
-const { startOrigin } = await import("./start-origin.ts");
-
-let origin: Awaited<ReturnType<typeof startOrigin>>;
-try {
-  origin = await startOrigin({ config, defaultMetrics: true });
-} catch (error) {
-  const e = error as NodeJS.ErrnoException;
-  if (e.code === "EADDRINUSE") {
-    process.stderr.write(`origin: cannot listen: ${e.message}. Another process holds the port: stop it or set PORT / METRICS_PORT\n`);
-  } else if (e.code === "EACCES" || e.code === "EADDRNOTAVAIL") {
-    process.stderr.write(`origin: cannot listen: ${e.message}. Check HOST / PORT / METRICS_HOST / METRICS_PORT\n`);
-  } else {
-    const where = config.database.kind === "sqlite" ? config.database.path : config.database.display;
-    process.stderr.write(`origin: cannot start (DATABASE_URL → ${where}): ${e.stack ?? e.message}\n`);
-  }
-  process.exit(1);
+if (config.processes > 1) {
+  const { runPrimary } = await import("./cluster/primary.ts");
+  await runPrimary(config);
+} else {
+  await runSingle(config);
 }
 
-const parts = [
-  `${await origin.store.count()} items in ${origin.store.description}${origin.seeded > 0 ? ` (seeded ${origin.seeded} sample items)` : ""}`,
-  config.token === undefined ? "no token check" : "x-origin-token required",
-  origin.metricsUrl === undefined ? "metrics on the item port" : `metrics ${origin.metricsUrl}/metrics`,
-];
-process.stdout.write(`origin listening on ${origin.url} (${parts.join("; ")})\n`);
+async function runSingle(config: OriginConfig): Promise<void> {
+  // Before node:sqlite loads (start-origin.ts imports it): keep its ExperimentalWarning out of the output.
+  quietSqliteWarning();
 
-let stopping = false;
-const stop = (signal: NodeJS.Signals) => {
-  if (stopping) {
-    process.stderr.write(`origin: ${signal} again, exiting now\n`);
-    process.exit(130);
+  const { startOrigin } = await import("./start-origin.ts");
+
+  let origin: Awaited<ReturnType<typeof startOrigin>>;
+  try {
+    origin = await startOrigin({ config, defaultMetrics: true });
+  } catch (error) {
+    const failure = explainStartFailure(error, config);
+    process.stderr.write(`${failure.message}\n`);
+    process.exit(failure.exitCode);
   }
-  stopping = true;
-  process.stdout.write(`origin: ${signal}, finishing in-flight requests and closing the database\n`);
-  origin.close().then(
-    () => process.exit(0),
-    (error: unknown) => {
-      process.stderr.write(`origin: error while closing: ${String(error)}\n`);
-      process.exit(1);
-    },
-  );
-};
-process.on("SIGINT", stop);
-process.on("SIGTERM", stop);
+
+  const parts = [
+    `${await origin.store.count()} items in ${origin.store.description}${origin.seeded > 0 ? ` (seeded ${origin.seeded} sample items)` : ""}`,
+    config.token === undefined ? "no token check" : "x-origin-token required",
+    origin.metricsUrl === undefined ? "metrics on the item port" : `metrics ${origin.metricsUrl}/metrics`,
+  ];
+  process.stdout.write(`origin listening on ${origin.url} (${parts.join("; ")})\n`);
+
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      process.stderr.write(`origin: ${signal} again, exiting now\n`);
+      process.exit(130);
+    }
+    stopping = true;
+    process.stdout.write(`origin: ${signal}, finishing in-flight requests and closing the database\n`);
+    origin.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        process.stderr.write(`origin: error while closing: ${String(error)}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGINT", stop);
+  process.on("SIGTERM", stop);
+}

@@ -100,7 +100,7 @@ export const ORIGIN_VARS = {
       name: "FEED_STALE_BOUND_MS",
       default: "1000",
       meaning:
-        "PostgreSQL only: when the change log could not be read for this long, cached items older than this are re-read from the store before they are served (and served as they are only if the store does not answer either).",
+        "When the change feed has been silent for this long (PostgreSQL: the change log could not be read; SQLite with ORIGIN_PROCESSES > 1: no word from the primary that relays writes), cached items older than this are re-read from the store before they are served (and served as they are only if the store does not answer either).",
     },
     (raw, c) => readWholeNumber("FEED_STALE_BOUND_MS", raw, { min: 20, max: 3_600_000, unit: "milliseconds", example: "1000" }, c.problems),
   ),

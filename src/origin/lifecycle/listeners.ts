@@ -14,11 +14,22 @@ export function listenOn(server: Server, port: number, host: string): Promise<vo
   });
 }
 
-/** Stops accepting and closes idle keep-alive connections; resolves when every connection is gone. */
+/** How often shutdown closes the keep-alive connections that went idle since it started. */
+const IDLE_SWEEP_MS = 50;
+
+/**
+ * Stops accepting and closes keep-alive connections as soon as they are idle (node closes those idle at
+ * close() only; one whose answer was still being written would otherwise stay open until the grace period
+ * runs out); resolves when every connection is gone.
+ */
 export function closeServer(server: Server): Promise<void> {
   return new Promise((resolve) => {
     if (!server.listening) return resolve();
-    server.close(() => resolve());
+    const sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
+    server.close(() => {
+      clearInterval(sweep);
+      resolve();
+    });
     server.closeIdleConnections();
   });
 }

@@ -61,7 +61,7 @@ describe("change feed across origin instances on PostgreSQL", () => {
     }
   });
 
-  it("listeners killed during writes: every instance catches up, none keeps a stale entry", async () => {
+  it("listeners killed during writes: every instance catches up, none keeps a stale entry", { timeout: 30_000 }, async () => {
     const { pg } = postgres;
     const all = await instances(await postgres.database(), 3);
     const ids = Array.from({ length: 10 }, (_, i) => `id${i}`);

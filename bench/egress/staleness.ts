@@ -10,6 +10,7 @@
 // recorded as given up at that bound (a lower bound of its staleness, reported as such). The arithmetic below is
 // pure and tested (test/node/egress-staleness.test.ts).
 
+import { percentile } from "../lib/stats.ts";
 import type { ProbeAnswer } from "./replay.ts";
 import type { WriteEvent } from "./traffic.ts";
 
@@ -41,13 +42,6 @@ export function pollDelayMs(elapsedMs: number): number {
  */
 export function giveUpMs(edgeCacheTtlSeconds: number): number {
   return Math.min(Math.max(0, edgeCacheTtlSeconds), 20) * 1000 + 2000;
-}
-
-/** Nearest-rank percentile of ascending `sorted` (0 for none): the smallest value with ≥ p of samples at or below it. */
-export function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return 0;
-  const rank = Math.min(sorted.length, Math.max(1, Math.ceil(p * sorted.length)));
-  return sorted[rank - 1]!;
 }
 
 export interface StalenessSummary {

@@ -1,13 +1,23 @@
 // Closed-loop HTTP/1.1 load generator for bench/origin.ts, run as its own process (so it never shares
-// the server's event loop) and pinned to its own core when `taskset` is available. Each connection is
-// kept alive with one request outstanding (no pipelining): send, read the whole response by its framing,
-// record the latency, send the next. Usage: node bench/origin/loadgen.ts '<LoadSpec JSON>'; prints one
-// JSON line (LoadResult) on stdout.
+// the server's event loop) and pinned to its own core when `taskset` is available. Each keep-alive
+// connection keeps `pipeline` requests outstanding (1 by default: send, read the whole response by its
+// framing, record the latency, send the next). Usage: node bench/origin/loadgen.ts '<LoadSpec JSON>';
+// prints one JSON line (LoadResult) on stdout, after a line `measuring` when `announce` is set.
 
 import { readFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { createHistogram } from "node:perf_hooks";
+import { prng } from "../lib/random.ts";
 import { zipfSequence } from "./zipf.ts";
+
+/** Which ids the requests name: `first` … `first + count - 1`. */
+export type IdDraw =
+  /** Zipf(s) over the ids, hot ids scattered over the range by a seeded permutation. */
+  | { kind: "zipf"; first: number; count: number; s: number }
+  /** Uniformly at random. */
+  | { kind: "uniform"; first: number; count: number }
+  /** Each id once, in order; the run ends when every one is answered (warm-ups, scans). */
+  | { kind: "each"; first: number; count: number };
 
 export interface LoadSpec {
   port: number;
@@ -16,8 +26,12 @@ export interface LoadSpec {
   mode: "warm" | "200" | "304";
   /** The seeded items' ETag (all version 1 of one store session: the same for every id). */
   ifNoneMatch?: string;
-  items: number;
-  zipfS: number;
+  /** Without `ids`: ids 1…items, Zipf(zipfS) (or each once for "warm"). */
+  items?: number;
+  zipfS?: number;
+  ids?: IdDraw;
+  /** Requests outstanding per connection (pipelining); 1 = none. */
+  pipeline?: number;
   seed: number;
   warmupMs: number;
   durationMs: number;
@@ -26,6 +40,8 @@ export interface LoadSpec {
   /** Server process to sample CPU time from (/proc), for the utilisation column. */
   serverPid?: number;
   clkTck?: number;
+  /** Print `measuring` on stdout when the measured period starts. */
+  announce?: boolean;
 }
 
 export interface LoadResult {
@@ -43,17 +59,49 @@ export interface LoadResult {
   sampleResponse: string;
 }
 
-const spec = JSON.parse(process.argv[2] ?? "{}") as LoadSpec;
+/** Draws precomputed per run (the per-request cost is one array read whatever the distribution). */
+const SEQUENCE_LENGTH = 1 << 20;
 
-function buildRequests(): Buffer[] {
+const spec = JSON.parse(process.argv[2] ?? "{}") as LoadSpec;
+function drawOf(spec: LoadSpec): IdDraw {
+  if (spec.ids !== undefined) return spec.ids;
+  if (spec.items === undefined) throw new Error("a LoadSpec needs `ids` or `items`");
+  return spec.mode === "warm" ? { kind: "each", first: 1, count: spec.items } : { kind: "zipf", first: 1, count: spec.items, s: spec.zipfS ?? 0.93 };
+}
+const draw = drawOf(spec);
+const pipeline = Math.max(1, Math.floor(spec.pipeline ?? 1));
+/** A run over a fixed list of ids is measured from its first request to its last answer. */
+const finite = draw.kind === "each";
+
+function requestEncoder(): (id: number) => Buffer | string {
   const token = spec.token ? `x-origin-token: ${spec.token}\r\n` : "";
   if (spec.mode === "304" && spec.ifNoneMatch === undefined) throw new Error("mode 304 needs ifNoneMatch");
   const inm = spec.mode === "304" ? `If-None-Match: ${spec.ifNoneMatch}\r\n` : "";
-  const out: Buffer[] = [Buffer.alloc(0)];
-  for (let id = 1; id <= spec.items; id++) {
-    out.push(Buffer.from(`GET /items/${id} HTTP/1.1\r\nHost: origin\r\n${token}${inm}\r\n`, "latin1"));
+  const tail = ` HTTP/1.1\r\nHost: origin\r\n${token}${inm}\r\n`;
+  // With `ids` (bench:origin --scale, up to tens of millions of ids) every request is encoded as it is
+  // sent, the same way for every id space, so the generator's cost per request does not depend on it.
+  // Without (the comparison bench, 100k items), every request is pre-encoded as before.
+  if (spec.ids !== undefined) return (id) => `GET /items/${id}${tail}`;
+  const table: Buffer[] = [];
+  for (let i = 0; i < draw.count; i++) table.push(Buffer.from(`GET /items/${draw.first + i}${tail}`, "latin1"));
+  return (id) => table[id - draw.first]!;
+}
+
+/** The ids to request, in order (cycled when the run outlasts them). */
+function idSequence(): Float64Array | Int32Array {
+  switch (draw.kind) {
+    case "each":
+      return Float64Array.from({ length: draw.count }, (_, i) => draw.first + i);
+    case "zipf": {
+      const ids = zipfSequence(draw.count, draw.s, SEQUENCE_LENGTH, spec.seed);
+      if (draw.first !== 1) for (let i = 0; i < ids.length; i++) ids[i] = ids[i]! - 1 + draw.first;
+      return ids;
+    }
+    case "uniform": {
+      const random = prng(spec.seed);
+      return Float64Array.from({ length: SEQUENCE_LENGTH }, () => draw.first + Math.floor(random() * draw.count));
+    }
   }
-  return out;
 }
 
 function cpuTicks(pid: number | undefined): number | null {
@@ -87,31 +135,30 @@ function responseLength(buf: Buffer): number {
 }
 
 async function main(): Promise<void> {
-  const requests = buildRequests();
-  const sequence =
-    spec.mode === "warm"
-      ? Int32Array.from({ length: spec.items }, (_, i) => i + 1)
-      : zipfSequence(spec.items, spec.zipfS, 1 << 20, spec.seed);
+  const encode = requestEncoder();
+  const sequence = idSequence();
   const histogram = createHistogram();
   const statuses: Record<string, number> = {};
   let next = 0;
-  let measuring = spec.mode === "warm";
+  let measuring = false;
   let stopping = false;
   let done = 0;
   let bytes = 0;
   let errors = 0;
   let sampleResponse = "";
   let measureStart = performance.now();
-  let serverTicks0: number | null = cpuTicks(spec.serverPid);
+  let serverTicks0: number | null = null;
   let cpu0 = process.cpuUsage();
-  const limit = spec.mode === "warm" ? spec.items : spec.maxRequests;
+  const limit = finite ? draw.count : spec.maxRequests;
 
   const begin = () => {
     measuring = true;
     measureStart = performance.now();
     serverTicks0 = cpuTicks(spec.serverPid);
     cpu0 = process.cpuUsage();
+    if (spec.announce) process.stdout.write("measuring\n");
   };
+  if (finite) begin();
 
   let finished!: () => void;
   const allDone = new Promise<void>((r) => (finished = r));
@@ -119,15 +166,17 @@ async function main(): Promise<void> {
 
   const run = (socket: Socket) => {
     let pending: Buffer | null = null;
-    let sentAt = 0;
+    /** Send times of the requests outstanding on this connection, oldest first. */
+    const sentAt: number[] = [];
+    const exhausted = () => stopping || (finite && next >= draw.count);
     const send = () => {
-      if (stopping || (spec.mode === "warm" && next >= spec.items)) {
-        socket.end();
-        return;
-      }
       const id = sequence[next++ % sequence.length]!;
-      sentAt = performance.now();
-      socket.write(requests[id]!);
+      sentAt.push(performance.now());
+      socket.write(encode(id), "latin1");
+    };
+    const fill = () => {
+      while (sentAt.length < pipeline && !exhausted()) send();
+      if (sentAt.length === 0) socket.end();
     };
     socket.on("data", (chunk: Buffer) => {
       let buf = pending === null ? chunk : Buffer.concat([pending, chunk]);
@@ -136,11 +185,13 @@ async function main(): Promise<void> {
         const len = responseLength(buf);
         if (len === 0) {
           if (buf.length > 0) pending = buf;
-          return;
+          break;
         }
         const status = (buf[9]! - 48) * 100 + (buf[10]! - 48) * 10 + (buf[11]! - 48);
-        if (measuring) {
-          histogram.record(Math.max(1, Math.round((performance.now() - sentAt) * 1e6)));
+        const sent = sentAt.shift();
+        if (sent === undefined) errors++; // an answer nobody asked for
+        if (measuring && sent !== undefined) {
+          histogram.record(Math.max(1, Math.round((performance.now() - sent) * 1e6)));
           done++;
           bytes += len;
           statuses[status] = (statuses[status] ?? 0) + 1;
@@ -148,18 +199,19 @@ async function main(): Promise<void> {
           if (done >= limit) stopping = true;
         }
         buf = buf.subarray(len);
-        if (buf.length > 0) errors++; // no pipelining: nothing may follow a response
-        send();
-        if (buf.length === 0) return;
+        if (pipeline === 1 && buf.length > 0) errors++; // no pipelining: nothing may follow a response
+        if (buf.length === 0) break;
       }
+      fill();
     });
     socket.on("error", () => {
       errors++;
     });
     socket.on("close", () => {
+      if (sentAt.length > 0) errors++; // closed with requests unanswered
       if (--open === 0) finished();
     });
-    send();
+    fill();
   };
 
   for (let i = 0; i < spec.connections; i++) {
@@ -171,12 +223,14 @@ async function main(): Promise<void> {
   }
 
   let timer: NodeJS.Timeout | undefined;
-  if (spec.mode !== "warm") {
-    setTimeout(begin, spec.warmupMs);
+  let warmup: NodeJS.Timeout | undefined;
+  if (!finite) {
+    warmup = setTimeout(begin, spec.warmupMs);
     timer = setTimeout(() => (stopping = true), spec.warmupMs + spec.durationMs);
   }
   await allDone;
   clearTimeout(timer);
+  clearTimeout(warmup);
   const seconds = (performance.now() - measureStart) / 1000;
   const cpu = process.cpuUsage(cpu0);
   const serverTicks1 = cpuTicks(spec.serverPid);

@@ -3,7 +3,8 @@
 
 import { describe, expect, it } from "vitest";
 import type { ProbeAnswer } from "../../bench/egress/replay.ts";
-import { giveUpMs, percentile, pollDelayMs, showsWrite, StalenessProber, summarizeStaleness, type StalenessSample } from "../../bench/egress/staleness.ts";
+import { percentile } from "../../bench/lib/stats.ts";
+import { giveUpMs, pollDelayMs, showsWrite, StalenessProber, summarizeStaleness, type StalenessSample } from "../../bench/egress/staleness.ts";
 
 describe("staleness arithmetic", () => {
   it("polls every 10 ms at first, 5% of the elapsed time later, never more than 100 ms apart", () => {

@@ -1,3 +1,7 @@
+// The cache on the V8 heap: the same admission and eviction policy (WindowTinyLfu) and TTL as the slab cache
+// the origin serves from, with entries as plain objects. Kept as the reference the slab cache is held to: the
+// cache tests run the same cases against both, and bench:hitratio, bench/cache-memory.ts and the cluster
+// benchmark's TTL replay use it as their baseline.
 import { ExpiryQueue } from "./expiry-queue.ts";
 import { hashKey } from "./key-hash.ts";
 import { WindowTinyLfu } from "./window-tinylfu.ts";

@@ -71,24 +71,7 @@ export function item304Head(entry: ItemEntry): string[] {
   return ["ETag", entry.etag];
 }
 
-/**
- * Fixed per-entry cost counted against CACHE_MAX_BYTES on top of the key's length and the 200 response's
- * bytes: what an entry really costs beyond those, measured rather than estimated. Measured with
- * `node --expose-gc bench/origin/entry-memory.ts [--body-bytes N]` (Node 22): it fills a ReadyCache with
- * 200,000 entries `item-<i>` → `wire.entry(…)`, each with its own version (so its own 304 string: the
- * worst case), and divides the growth of `heapUsed + arrayBuffers` between forced GCs by the count:
- * 444 B/entry for a 61-byte body against 125 counted for key and 200 response, i.e. 319 B beyond them
- * (314 B and 327 B for 1 KB and 5 KB bodies).
- * That is the entry object, its ETag and 304 strings, the key string and the cache's own slots and index.
- * RSS grows by about 200 B/entry more (V8 heap headroom). Remeasure when ItemEntry or the cache changes.
- */
-export const ENTRY_OVERHEAD_BYTES = 320;
-
 export const MISSING: MissingEntry = Object.freeze({ found: false });
-
-export function entryBytes(key: string, entry: ReadyEntry): number {
-  return ENTRY_OVERHEAD_BYTES + key.length + (entry.found ? entry.r200.length : 0);
-}
 
 // ---------------------------------------------------------------------------------------------------
 

@@ -4,19 +4,10 @@
 // way a user would write the value, and parsed by the same reader, so the two cannot drift apart.
 
 import { availableParallelism } from "node:os";
-import type { ConfigProblem } from "../../shared/config/config-error.ts";
 import { readBoolean, readBytes, readChoice, readSeconds, readWholeNumber } from "../../shared/config/grammar.ts";
-import { PURGE_PLANS, type PurgePlanName } from "../purge/token-bucket.ts";
 import type { VarDoc } from "../../shared/config/var-table.ts";
 import { DEFAULT_DATABASE_URL, parseDatabaseUrl, type DatabaseSpec } from "./database-url.ts";
-
-export interface ReadContext {
-  readonly problems: ConfigProblem[];
-  /** Relative SQLite paths resolve against it. */
-  readonly cwd: string;
-  /** The variable was present in the environment (even if empty). */
-  readonly present: boolean;
-}
+import { optionalName, PURGE_PLAN_NAMES, readHttpUrl, readPort, readRate, readToken, readZoneId, type ReadContext } from "./origin-var-readers.ts";
 
 export interface OriginVar<T> extends VarDoc {
   read(raw: string, context: ReadContext): T;
@@ -251,65 +242,3 @@ export const ORIGIN_VAR_DOCS: readonly VarDoc[] = Object.values(ORIGIN_VARS).map
   meaning,
   ...("secret" in rest ? { secret: true } : {}),
 }));
-
-function readPort(variable: string, raw: string, c: ReadContext): number {
-  const value = raw.trim();
-  if (/^\d{1,5}$/.test(value) && Number(value) <= 65535) return Number(value);
-  c.problems.push({ variable, message: `"${raw}" is not a port; write a whole number from 0 to 65535.` });
-  return 0;
-}
-
-const PURGE_PLAN_NAMES = Object.keys(PURGE_PLANS) as PurgePlanName[];
-
-/** A Cloudflare zone id (32 hex characters), or undefined when unset. */
-function readZoneId(raw: string, c: ReadContext): string | undefined {
-  const id = raw.trim();
-  if (id === "") return undefined;
-  if (/^[0-9a-f]{32}$/.test(id)) return id;
-  c.problems.push({ variable: "CLOUDFLARE_ZONE_ID", message: `"${id}" is not a zone id (32 lowercase hex characters, on the zone's Overview page in the dashboard).` });
-  return undefined;
-}
-
-function readHttpUrl(variable: string, raw: string, c: ReadContext): string {
-  const value = raw.trim().replace(/\/+$/, "");
-  try {
-    const url = new URL(value);
-    if (url.protocol === "https:" || url.protocol === "http:") return value;
-  } catch {
-    // reported below
-  }
-  c.problems.push({ variable, message: `"${raw}" is not an http(s) URL; write e.g. "https://api.cloudflare.com/client/v4".` });
-  return value;
-}
-
-/** Calls per second: a positive number (fractions allowed: the free plan is 5 per minute, 0.0833). */
-function readRate(raw: string, c: ReadContext): number {
-  const value = raw.trim();
-  if (/^\d{1,6}(\.\d{1,6})?$/.test(value) && Number(value) > 0) return Number(value);
-  c.problems.push({ variable: "CLOUDFLARE_PURGE_RATE", message: `"${raw}" is not a rate; write calls per second as a positive number, e.g. "5" or "0.0833".` });
-  return 1;
-}
-
-/** A name, or undefined when unset. */
-function optionalName(raw: string): string | undefined {
-  const name = raw.trim();
-  return name === "" ? undefined : name;
-}
-
-function readToken(raw: string, c: ReadContext): string | undefined {
-  if (raw === "") {
-    // Set to nothing: a secret store that lost the value must not silently turn the check off.
-    if (c.present) {
-      c.problems.push({ variable: "ORIGIN_TOKEN", message: "is set but empty: unset it to run without a token check, or set it to the worker's secret." });
-    }
-    return undefined;
-  }
-  if (!/^[\x21-\x7e]+$/.test(raw)) {
-    c.problems.push({
-      variable: "ORIGIN_TOKEN",
-      message: "must be printable ASCII without spaces (it travels as an HTTP header value): generate one with `openssl rand -base64 32`.",
-    });
-    return undefined;
-  }
-  return raw;
-}

@@ -54,6 +54,10 @@ export default defineConfig({
           name: "node",
           include: ["test/origin/**/*.test.ts", "test/node/**/*.test.ts"],
           environment: "node",
+          // These tests start real processes and throwaway PostgreSQL clusters; on a loaded CI machine a
+          // start alone can take seconds. A bound, not a timing: no test asserts how fast anything is.
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
         },
       },
       {

@@ -61,6 +61,26 @@ export class OriginMetrics {
 
   constructor(sources: MetricsSources, options: { defaultMetrics: boolean }) {
     const registers = [this.registry];
+    // Figures are read from their sources at scrape time, so the request path does no metric work.
+    const counter = (name: string, help: string, read: () => number) =>
+      new Counter({
+        name,
+        help,
+        registers,
+        collect() {
+          this.reset();
+          this.inc(read());
+        },
+      });
+    const gauge = (name: string, help: string, read: () => number) =>
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          this.set(read());
+        },
+      });
     const requests = this.#requests;
     new Counter({
       name: "origin_http_requests_total",
@@ -81,106 +101,38 @@ export class OriginMetrics {
       for (const socket of this.#sockets) total += socket.bytesWritten;
       return total;
     };
-    new Counter({
-      name: "origin_http_response_bytes_total",
-      help: "Bytes written to item-port connections (response heads and bodies, exactly as sent)",
-      registers,
-      collect() {
-        this.reset();
-        this.inc(bytesWritten());
-      },
-    });
+    counter("origin_http_response_bytes_total", "Bytes written to item-port connections (response heads and bodies, exactly as sent)", bytesWritten);
     const sockets = this.#sockets;
-    new Gauge({
-      name: "origin_http_open_connections",
-      help: "Open connections on the item port",
-      registers,
-      collect() {
-        this.set(sockets.size);
-      },
-    });
-    const cacheCounter = (name: string, help: string, read: (s: ReturnType<MetricsSources["cacheStats"]>) => number) =>
-      new Counter({
-        name,
-        help,
-        registers,
-        collect() {
-          this.reset();
-          this.inc(read(sources.cacheStats()));
-        },
-      });
-    const cacheGauge = (name: string, help: string, read: () => number) =>
-      new Gauge({
-        name,
-        help,
-        registers,
-        collect() {
-          this.set(read());
-        },
-      });
-    cacheCounter("origin_cache_hits_total", "Cache lookups that found a live entry", (s) => s.hits);
-    cacheCounter("origin_cache_misses_total", "Cache lookups that found nothing (or an expired entry)", (s) => s.misses);
-    cacheCounter("origin_cache_evictions_total", "Entries the policy dropped to stay within CACHE_MAX_BYTES", (s) => s.evictions);
-    cacheCounter("origin_cache_expirations_total", "Entries dropped because CACHE_TTL_SECONDS ran out", (s) => s.expirations);
-    cacheGauge("origin_cache_entries", "Entries in the cache", () => sources.cacheStats().entries);
-    cacheGauge("origin_cache_bytes", "Bytes the cache's policy counts for its entries (records and their share of the per-entry structures)", () => sources.cacheStats().bytes);
-    cacheGauge("origin_cache_allocated_bytes", "Bytes the cache really holds (slabs, index, policy): at most CACHE_MAX_BYTES", () => sources.cacheStats().allocatedBytes);
-    cacheGauge("origin_cache_max_bytes", "CACHE_MAX_BYTES", () => sources.cacheMaxBytes);
-    new Counter({
-      name: "origin_store_reads_total",
-      help: "Store reads made to fill the cache (one per coalesced group of misses)",
-      registers,
-      collect() {
-        this.reset();
-        this.inc(sources.storeReads());
-      },
-    });
-    new Counter({
-      name: "origin_store_coalesced_total",
-      help: "Cache misses that joined a store read already in flight for the same id",
-      registers,
-      collect() {
-        this.reset();
-        this.inc(sources.coalesced());
-      },
-    });
-    new Counter({
-      name: "origin_fast_path_handoffs_total",
-      help: "Connections the fast path handed to node:http (first request that is not a simple GET/HEAD /items/:id)",
-      registers,
-      collect() {
-        this.reset();
-        this.inc(sources.handOffs());
-      },
-    });
-    const plainCounter = (name: string, help: string, read: () => number) =>
-      new Counter({
-        name,
-        help,
-        registers,
-        collect() {
-          this.reset();
-          this.inc(read());
-        },
-      });
-    plainCounter("origin_feed_changes_total", "Changes the change feed applied to the cache (each once)", () => sources.feed().stats.changes);
-    plainCounter("origin_feed_resets_total", "Times the change feed lost track and dropped every cached item", () => sources.feed().stats.resets);
-    plainCounter("origin_feed_poll_failures_total", "Polls of the change log that failed", () => sources.feed().stats.pollFailures);
-    plainCounter("origin_feed_listens_total", "Times the change feed's listener (re)connected", () => sources.feed().stats.listens);
-    plainCounter("origin_stale_served_total", "Cached items served unconfirmed: the feed was down and the store did not answer", sources.staleServed);
-    plainCounter("origin_filter_rejections_total", "Misses answered 404 without a store read: the membership filter ruled the id out", () => sources.knownIds().rejections);
-    cacheGauge("origin_filter_ids", "Ids in the membership filter", () => sources.knownIds().ids);
-    cacheGauge("origin_filter_bytes", "Memory of the membership filter (outside CACHE_MAX_BYTES)", () => sources.knownIds().bytes);
-    cacheGauge("origin_filter_ready", "1 while the membership filter answers, 0 while it is (re)built", () => (sources.knownIds().ready ? 1 : 0));
+    gauge("origin_http_open_connections", "Open connections on the item port", () => sockets.size);
+    counter("origin_cache_hits_total", "Cache lookups that found a live entry", () => sources.cacheStats().hits);
+    counter("origin_cache_misses_total", "Cache lookups that found nothing (or an expired entry)", () => sources.cacheStats().misses);
+    counter("origin_cache_evictions_total", "Entries the policy dropped to stay within CACHE_MAX_BYTES", () => sources.cacheStats().evictions);
+    counter("origin_cache_expirations_total", "Entries dropped because CACHE_TTL_SECONDS ran out", () => sources.cacheStats().expirations);
+    gauge("origin_cache_entries", "Entries in the cache", () => sources.cacheStats().entries);
+    gauge("origin_cache_bytes", "Bytes the cache's policy counts for its entries (records and their share of the per-entry structures)", () => sources.cacheStats().bytes);
+    gauge("origin_cache_allocated_bytes", "Bytes the cache really holds (slabs, index, policy): at most CACHE_MAX_BYTES", () => sources.cacheStats().allocatedBytes);
+    gauge("origin_cache_max_bytes", "CACHE_MAX_BYTES", () => sources.cacheMaxBytes);
+    counter("origin_store_reads_total", "Store reads made to fill the cache (one per coalesced group of misses)", () => sources.storeReads());
+    counter("origin_store_coalesced_total", "Cache misses that joined a store read already in flight for the same id", () => sources.coalesced());
+    counter("origin_fast_path_handoffs_total", "Connections the fast path handed to node:http (first request that is not a simple GET/HEAD /items/:id)", () => sources.handOffs());
+    counter("origin_feed_changes_total", "Changes the change feed applied to the cache (each once)", () => sources.feed().stats.changes);
+    counter("origin_feed_resets_total", "Times the change feed lost track and dropped every cached item", () => sources.feed().stats.resets);
+    counter("origin_feed_poll_failures_total", "Polls of the change log that failed", () => sources.feed().stats.pollFailures);
+    counter("origin_feed_listens_total", "Times the change feed's listener (re)connected", () => sources.feed().stats.listens);
+    counter("origin_stale_served_total", "Cached items served unconfirmed: the feed was down and the store did not answer", sources.staleServed);
+    counter("origin_filter_rejections_total", "Misses answered 404 without a store read: the membership filter ruled the id out", () => sources.knownIds().rejections);
+    gauge("origin_filter_ids", "Ids in the membership filter", () => sources.knownIds().ids);
+    gauge("origin_filter_bytes", "Memory of the membership filter (outside CACHE_MAX_BYTES)", () => sources.knownIds().bytes);
+    gauge("origin_filter_ready", "1 while the membership filter answers, 0 while it is (re)built", () => (sources.knownIds().ready ? 1 : 0));
     const purge = () => sources.duties().purgeStats();
-    cacheGauge("origin_leader", "1 while this instance purges the edge and prunes the change log for all of them", () => (sources.duties().leading ? 1 : 0));
-    cacheGauge("origin_purge_pending", "Changes waiting to be purged from the edge, at the purger's last look", () => purge()?.pending ?? 0);
-    plainCounter("origin_purge_calls_total", "Purge API calls sent (by tag, wide, and the start-up check)", () => purge()?.calls ?? 0);
-    plainCounter("origin_purge_tags_total", "Cache tags in purge calls Cloudflare accepted", () => purge()?.purgedTags ?? 0);
-    plainCounter("origin_purge_retries_total", "Purge calls that failed retryably (429, 5xx, timeout, network, malformed answer)", () => purge()?.retried ?? 0);
-    plainCounter("origin_purge_refused_total", "Purge calls Cloudflare refused (wrong token or permission)", () => purge()?.refused ?? 0);
-    plainCounter("origin_purge_fallbacks_total", "Wide purges of every item sent because tag purges could not keep up or kept failing", () => purge()?.fallbacks ?? 0);
-    plainCounter("origin_purge_dropped_total", "Changes given up on (always 0: the wide purge covers what tag purges cannot)", () => purge()?.dropped ?? 0);
+    gauge("origin_leader", "1 while this instance purges the edge and prunes the change log for all of them", () => (sources.duties().leading ? 1 : 0));
+    gauge("origin_purge_pending", "Changes waiting to be purged from the edge, at the purger's last look", () => purge()?.pending ?? 0);
+    counter("origin_purge_calls_total", "Purge API calls sent (by tag, wide, and the start-up check)", () => purge()?.calls ?? 0);
+    counter("origin_purge_tags_total", "Cache tags in purge calls Cloudflare accepted", () => purge()?.purgedTags ?? 0);
+    counter("origin_purge_retries_total", "Purge calls that failed retryably (429, 5xx, timeout, network, malformed answer)", () => purge()?.retried ?? 0);
+    counter("origin_purge_refused_total", "Purge calls Cloudflare refused (wrong token or permission)", () => purge()?.refused ?? 0);
+    counter("origin_purge_fallbacks_total", "Wide purges of every item sent because tag purges could not keep up or kept failing", () => purge()?.fallbacks ?? 0);
+    counter("origin_purge_dropped_total", "Changes given up on (always 0: the wide purge covers what tag purges cannot)", () => purge()?.dropped ?? 0);
     new Gauge({
       name: "origin_purge_state",
       help: "1 for the purger's current state: ok, retrying, refused or fallback",
@@ -192,7 +144,7 @@ export class OriginMetrics {
         if (state !== undefined) for (const s of ["ok", "retrying", "refused", "fallback"]) this.set({ state: s }, s === state ? 1 : 0);
       },
     });
-    cacheGauge("origin_feed_healthy", "1 while the change feed knows every change up to a moment ago, else 0", () => (sources.feed().healthy ? 1 : 0));
+    gauge("origin_feed_healthy", "1 while the change feed knows every change up to a moment ago, else 0", () => (sources.feed().healthy ? 1 : 0));
     this.#storeSeconds = new Histogram({
       name: "origin_store_duration_seconds",
       help: "Store operation latency (writes include the fsync)",

@@ -60,6 +60,21 @@ export function withDeadline<T extends readonly Row[]>(query: PendingQuery<T>, m
   );
 }
 
+/** Whether the server answers a trivial query within `timeoutMs` (/healthz of both PostgreSQL stores). */
+export async function answers(sql: Sql, timeoutMs: number): Promise<boolean> {
+  try {
+    await withDeadline(sql`SELECT 1`, timeoutMs, "ping");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Ends the pool, giving queries in flight 5 s to finish. */
+export function closePool(sql: Sql): Promise<void> {
+  return sql.end({ timeout: 5 });
+}
+
 /** Connection-class SQLSTATEs: the server is not there, going away, or refusing connections for now. */
 const UNAVAILABLE_STATES = new Set(["57P01", "57P02", "57P03", "53300", "57014"]);
 

@@ -6,7 +6,7 @@
 import type { Sql } from "postgres";
 import { EPOCH, etagFor, randomEpoch } from "../etag.ts";
 import type { ItemStore, StoredItem } from "../item-store.ts";
-import { openPool, withDeadline, unavailable, type PostgresOptions } from "./connection.ts";
+import { answers, closePool, openPool, unavailable, withDeadline, type PostgresOptions } from "./connection.ts";
 import { ITEMS_TABLE } from "./schema.ts";
 
 const SEED_BATCH = 1000;
@@ -111,16 +111,11 @@ export class OwnedTableStore implements ItemStore {
     }
   }
 
-  async ping(): Promise<boolean> {
-    try {
-      await withDeadline(this.#sql`SELECT 1`, this.#timeoutMs, "ping");
-      return true;
-    } catch {
-      return false;
-    }
+  ping(): Promise<boolean> {
+    return answers(this.#sql, this.#timeoutMs);
   }
 
   close(): Promise<void> {
-    return this.#sql.end({ timeout: 5 });
+    return closePool(this.#sql);
   }
 }

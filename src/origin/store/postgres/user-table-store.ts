@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import type { Sql } from "postgres";
 import { checkAndMinifyJson } from "../../http/json.ts";
 import type { ItemStore, StoredItem } from "../item-store.ts";
-import { openPool, unavailable, withDeadline, type PostgresOptions } from "./connection.ts";
+import { answers, closePool, openPool, unavailable, withDeadline, type PostgresOptions } from "./connection.ts";
 import { quoteName } from "./schema.ts";
 
 /** How an id of the table's id column is spelled: the column's type family. */
@@ -89,17 +89,12 @@ export class UserTableStore implements ItemStore {
     }
   }
 
-  async ping(): Promise<boolean> {
-    try {
-      await withDeadline(this.#sql`SELECT 1`, this.#timeoutMs, "ping");
-      return true;
-    } catch {
-      return false;
-    }
+  ping(): Promise<boolean> {
+    return answers(this.#sql, this.#timeoutMs);
   }
 
   close(): Promise<void> {
-    return this.#sql.end({ timeout: 5 });
+    return closePool(this.#sql);
   }
 
   /**

@@ -3,8 +3,9 @@
 # copied to a fresh directory, `npm ci --omit=dev` (runtime dependencies only: no TypeScript tooling, no
 # wrangler), the unit's ExecStart with an environment file like scripts/origin-service/origin.env.example,
 # one request answered, SIGTERM, exit 0. Fails if the origin needs anything from devDependencies at run time.
-# CI runs it (.ci/run). Node >= 22.13 must be the host's `node`; here the project's own Node 22 (the `node`
-# devDependency of the checkout this runs from) stands in for it.
+# CI runs it (.ci/run). Node >= 22.13 must be the host's `node` (node:sqlite without a flag; type stripping
+# needs --experimental-strip-types before 22.18, which the unit passes); here the project's own Node 22 (the
+# `node` devDependency of the checkout this runs from) stands in for it, or NODE_BIN=/path/to/node.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 NODE="${NODE_BIN:-$ROOT/node_modules/node/bin/node}"
@@ -36,7 +37,7 @@ SEED_SAMPLE_ITEMS=3
 EOF
 
 # What the unit does: EnvironmentFile, WorkingDirectory, ExecStart.
-(cd "$work/app" && set -a && . "$work/origin.env" && set +a && exec "$NODE" src/origin/main.ts) > "$work/out.log" 2>&1 &
+(cd "$work/app" && set -a && . "$work/origin.env" && set +a && exec "$NODE" --experimental-strip-types src/origin/main.ts) > "$work/out.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 100); do
   grep -q "listening on" "$work/out.log" && break

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs Debian's PostgreSQL server binaries (initdb, pg_ctl, postgres, psql) for the PostgreSQL tests,
 # unless they are already there. The tests never use a system service: each starts its own throwaway
-# cluster (test/support/node/postgres-cluster.ts) in a temp dir on a free loopback port. So this script
+# cluster (scripts/lib/postgres-cluster.ts) in a temp dir on a free loopback port. So this script
 # installs the package only; it keeps the package from creating and starting the default cluster on 5432
 # and stops one if it is running anyway. Nothing is downloaded from anywhere but the distribution's archive.
 set -euo pipefail

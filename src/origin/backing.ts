@@ -75,7 +75,9 @@ export async function startDutiesFor(config: OriginConfig, store: ItemStore, sql
   } else {
     leadership = new FixedLeadership(sqliteLeader);
     if (store instanceof SqliteItemStore && store.recordsChanges) {
-      source = new SqlitePurgeSource(store);
+      // Only the leading process purges, so only it checks the token: N processes would spend N calls of the
+      // account's purge budget at every start. A refusal there stops the whole start (cluster/primary.ts).
+      if (sqliteLeader) source = new SqlitePurgeSource(store);
       pruner = new SqliteChangeLogPruner(store);
     } else if (config.purge !== undefined) {
       log("origin: purge on change needs the store the origin opens itself; nothing will be purged");

@@ -3,9 +3,11 @@
 //
 // - Every series keeps its name and labels and means the machine: counters and histograms are summed, and
 //   so are the gauges that measure amounts (cache entries and bytes, CACHE_MAX_BYTES: the machine holds N
-//   caches, open connections, memory). A few gauges are not amounts: `origin_feed_healthy` is the minimum
-//   (0 if any process's feed is down), a per-process limit (`process_max_fds`) the minimum too;
-//   prom-client's own choices stand for its default metrics (event-loop lag averaged, start time omitted).
+//   caches, open connections, memory). A few gauges are not amounts: `origin_feed_healthy` and
+//   `origin_filter_ready` are the minimum (0 if any process's feed is down or filter not ready), a
+//   per-process limit (`process_max_fds`) the minimum too, `origin_purge_state` the maximum (only the leading
+//   process has one); prom-client's own choices stand for its default metrics (event-loop lag averaged,
+//   start time omitted).
 // - Where one process differs from the others in a way worth seeing (load spread, each cache's hit ratio,
 //   a feed that is down in one process, memory), a twin series `origin_worker_<name>{worker="N"}` carries
 //   that process's value, summed over the original's labels. A separate name, not a `worker` label on the
@@ -25,6 +27,9 @@ type Metric = WorkerMetrics[number];
 /** Gauges that are not amounts; every other series is summed. */
 const AGGREGATOR: Readonly<Record<string, Aggregator>> = {
   origin_feed_healthy: "min",
+  origin_filter_ready: "min",
+  // One process leads the purge; the others have no purger and report no state.
+  origin_purge_state: "max",
   process_max_fds: "min",
 };
 

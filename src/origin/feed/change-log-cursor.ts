@@ -1,5 +1,5 @@
 // Where one instance stands in the change log, and what it must do with what it reads: which ids to drop,
-// or "drop everything" when it cannot prove it missed nothing. Pure: the SQL is in change-log.ts.
+// or "drop everything" when it cannot prove it missed nothing. Pure: the SQL is in postgres-change-feed.ts.
 //
 // Why xids and not just sequence numbers: a change's seq is drawn when its transaction writes, but
 // transactions commit in any order, so "every seq after the last one I saw" misses a slow transaction that

@@ -1,6 +1,6 @@
 // What one origin instance at a time does for all of them: purge the edge cache of every committed change
 // (when CLOUDFLARE_ZONE_ID and CLOUDFLARE_API_TOKEN are set) and prune the change log it purges from. Every
-// instance checks the purge token at start; only the leader (leadership.ts) runs the purger and the pruner,
+// instance that may lead checks the purge token at start; only the leader (leadership.ts) runs the purger and the pruner,
 // and a new leader resumes from the durable record of changes, so nothing pending is lost with a leader.
 
 import { ConfigError } from "../../shared/config/config-error.ts";

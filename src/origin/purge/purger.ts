@@ -134,8 +134,11 @@ export class Purger {
     if (outcome.kind === "accepted") {
       this.#log(`purge: verified: Cloudflare accepted a purge for this zone (tag ${VERIFY_TAG}, which no entry carries)`);
       this.#succeeded("the token works again");
-    } else if (outcome.kind === "refused") this.#noteFailure(outcome);
-    else this.#log(`purge: could not verify the token at start (${outcome.detail}); the purger keeps trying`);
+    } else if (outcome.kind === "refused") {
+      // No "retrying" here: a refusal at start stops the start (leader-duties.ts), so say only what was refused.
+      this.#noteFailure(outcome, true);
+      this.#log(`purge: REFUSED by Cloudflare at start: ${outcome.detail}`);
+    } else this.#log(`purge: could not verify the token at start (${outcome.detail}); the purger keeps trying`);
     return outcome;
   }
 
@@ -222,7 +225,7 @@ export class Purger {
     }
   }
 
-  #noteFailure(outcome: Exclude<PurgeOutcome, { kind: "accepted" }>): void {
+  #noteFailure(outcome: Exclude<PurgeOutcome, { kind: "accepted" }>, quiet = false): void {
     const now = this.#timers.now();
     this.#stats.lastError = outcome.detail;
     this.#failingSince ??= now;
@@ -241,7 +244,7 @@ export class Purger {
       }
     }
     this.#holdUntil = this.#runAt = now + delay;
-    this.#report();
+    this.#report(undefined, quiet);
   }
 
   #succeeded(okLine: string): void {

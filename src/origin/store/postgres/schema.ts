@@ -3,7 +3,7 @@
 // (any table or view, read only). Either way every committed change is recorded, in the same transaction,
 // in the change log by a trigger, so that every instance (and the purger) learns of it whoever wrote it.
 
-/** The channel every change is announced on (payload: `seq:xid:id`, see change-log.ts). */
+/** The channel every change is announced on (payload: `seq:xid:id`, parsed in src/origin/feed/change-log-cursor.ts). */
 export const CHANGE_CHANNEL = "slim_edge_changes";
 export const ITEMS_TABLE = "slim_edge_items";
 export const CHANGES_TABLE = "slim_edge_changes";
@@ -16,7 +16,7 @@ export const TRIGGER_NAME = "slim_edge_record_change";
  * The change log and its function, shared by both kinds of item table. A change row says "this id changed
  * in transaction xid"; `item_id = ''` (never a valid id) says "everything changed" (TRUNCATE). `xid` lets a
  * reader that was away catch up exactly: every transaction older than a snapshot's xmin has committed or
- * aborted, so rows with xid ≥ the xmin it last saw are all it can have missed (change-log.ts).
+ * aborted, so rows with xid ≥ the xmin it last saw are all it can have missed (src/origin/feed/change-log-cursor.ts).
  */
 export const CHANGE_LOG_SQL = `
 CREATE TABLE IF NOT EXISTS ${CHANGES_TABLE} (

@@ -166,7 +166,7 @@ export const ORIGIN_VARS = {
       name: "CACHE_TTL_SECONDS",
       default: "86400",
       meaning:
-        "How long a cached entry may be served before the store is read again: a safety net, since every change reaches the cache through the change feed (PostgreSQL) or the write itself (SQLite). Set it lower if other programs write the SQLite file. 0 = no TTL.",
+        "How long a cached entry may be served before the store is read again: a safety net, since every change reaches the cache through the change feed (PostgreSQL) or the write itself (SQLite). Another program writing the SQLite file is seen only when an entry expires: set it lower then, and ID_FILTER_CAPACITY=0 (or use PostgreSQL, whose feed sees every writer). 0 = no TTL.",
     },
     (raw, c) => readSeconds("CACHE_TTL_SECONDS", raw, { min: 0, max: 10 * 365 * 86400, example: "86400" }, c.problems),
   ),

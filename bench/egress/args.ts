@@ -1,6 +1,7 @@
 // Command line of `npm run egress`.
 
 import { PURGE_PLANS, type PurgePlanName } from "../../src/origin/purge/token-bucket.ts";
+import { DEFAULT_EDGE_START, EDGE_STARTS, type EdgeStart } from "./prefill.ts";
 
 export interface EgressArgs {
   mix: string;
@@ -22,6 +23,8 @@ export interface EgressArgs {
   overlap: boolean;
   /** The Cloudflare plan whose purge rate limit purge mode runs under (stand-in and origin). */
   purgePlan: PurgePlanName;
+  /** The slim-edge systems' starting edge cache: prefilled (warm), empty (cold), or both measured (prefill.ts). */
+  edgeStart: EdgeStart;
   help: boolean;
 }
 
@@ -48,6 +51,12 @@ traffic
                            production; totals stay exact, the split by class becomes approximate)
   --purge-plan NAME        purge mode's plan: free, pro, business or enterprise (default pro); sets the
                            stand-in's rate limit and the origin's CLOUDFLARE_PURGE_PLAN
+  --edge-start WHEN        the edge cache the slim-edge systems start with (never "before", which has none):
+                           warm  (default) prefilled: every id the traffic reads is read once through each
+                                 edge before the warm-up (not counted), as an edge that has run for a day holds
+                                 them (purge mode keeps items and 404s 86400 s); the figures are a steady state
+                           cold  empty: every id's first read is a miss in the figures (a cold start)
+                           both  warm, then a cold pair of systems with the same events: both in one report
 projection
   --requests-per-day N     default 1e9
   --usd-per-gb X           default 0.09
@@ -85,6 +94,7 @@ export function parseArgs(argv: readonly string[]): EgressArgs {
     render: undefined,
     overlap: false,
     purgePlan: "pro",
+    edgeStart: DEFAULT_EDGE_START,
     help: false,
   };
   for (let i = 0; i < argv.length; i++) {
@@ -165,6 +175,12 @@ export function parseArgs(argv: readonly string[]): EgressArgs {
         const plan = value();
         if (!(plan in PURGE_PLANS)) throw new ArgsError(`--purge-plan ${plan}: expected one of ${Object.keys(PURGE_PLANS).join(", ")}`);
         args.purgePlan = plan as PurgePlanName;
+        break;
+      }
+      case "--edge-start": {
+        const start = value();
+        if (!(EDGE_STARTS as readonly string[]).includes(start)) throw new ArgsError(`--edge-start ${start}: expected one of ${EDGE_STARTS.join(", ")}`);
+        args.edgeStart = start as EdgeStart;
         break;
       }
       case "--verbose":

@@ -35,7 +35,8 @@ export function niceScale(max: number): { max: number; step: number } {
   return { max: Math.ceil(max / step) * step, step };
 }
 
-const fmtBytes = (x: number) => x.toFixed(1);
+/** One decimal; two below 1 B (a warm edge's purge mode sends a few hundredths of a byte per request). */
+const fmtBytes = (x: number) => (x > 0 && x < 1 ? x.toFixed(2) : x.toFixed(1));
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 
 /** `850 ms`, `4.2 s`, `≥ 22 s` (the bound of a probe that gave up). */
@@ -64,7 +65,7 @@ export function renderChart(report: EgressReport): string {
     32,
     y,
     purge
-      ? "before: the seed (ingress-nginx enable-cors at a Node origin)  ·  after: slim-edge, edge TTL  ·  purge: slim-edge, a day at the edge + purge on change"
+      ? "before: the seed (ingress-nginx CORS at a Node origin)  ·  after: slim-edge, edge TTL  ·  purge: a day at the edge + purge on change"
       : "before: the seed system (ingress-nginx enable-cors at a Node origin)   ·   after: slim-edge (worker + edge cache + slim origin)",
     'font-size="13.5" fill="#475569"',
   );
@@ -85,8 +86,8 @@ export function renderChart(report: EgressReport): string {
           color: report.target.met ? "#15803d" : "#b91c1c",
         },
         {
-          label: "purge on change",
-          value: `${purge.originBytesPerRequest.toFixed(1)} B`,
+          label: `purge on change${purge.edgeStart === "warm" ? " (warm)" : ""}`,
+          value: `${fmtBytes(purge.originBytesPerRequest)} B`,
           sub: `${(purge.ratio * 100).toFixed(2)}% · ${stale(purge)}`,
           color: purge.target.met ? "#15803d" : "#b91c1c",
         },
@@ -124,7 +125,7 @@ export function renderChart(report: EgressReport): string {
   const plotTop = y;
   type Bar = { label: string; split: PerRequestSplit; ratio: number | null };
   const ratioTo = (b: PerRequestSplit, x: PerRequestSplit) => (b.total === 0 ? null : x.total / b.total);
-  const rows: Array<{ title: string; sub: string; bars: Bar[]; bold: boolean }> = [
+  const rows: Array<{ title: string; sub: string; sub2?: string | undefined; bars: Bar[]; bold: boolean }> = [
     {
       title: "all requests",
       sub: "100% of requests",
@@ -139,7 +140,9 @@ export function renderChart(report: EgressReport): string {
       const b = before.classes[c.class].origin;
       return {
         title: c.label,
-        sub: `${pct(c.share)} of requests · ${pct(c.afterAnsweredAtEdgeShare)} at edge${purge ? ` (purge ${pct(purge.system.classes[c.class].answeredAtEdgeShare)})` : ""}`,
+        sub: `${pct(c.share)} of requests${purge ? "" : ` · ${pct(c.afterAnsweredAtEdgeShare)} at edge`}`,
+        // Three bars leave room for a second line (a long first one would run into the bar labels).
+        sub2: purge ? `at edge: ${pct(c.afterAnsweredAtEdgeShare)} TTL, ${pct(purge.system.classes[c.class].answeredAtEdgeShare)} purge` : undefined,
         bars: [
           { label: "before", split: b, ratio: null },
           { label: purge ? "after (TTL)" : "after", split: after.classes[c.class].origin, ratio: c.ratio },
@@ -167,6 +170,7 @@ export function renderChart(report: EgressReport): string {
     }
     text(32, y + barH - 3, row.title, `font-size="14" fill="#0f172a" ${row.bold ? 'font-weight="700"' : 'font-weight="600"'}`);
     text(32, y + 2 * barH + gap - 4, row.sub, 'font-size="11.5" fill="#64748b"');
+    if (row.sub2 !== undefined) text(32, y + 3 * barH + 2 * gap - 5, row.sub2, 'font-size="11.5" fill="#64748b"');
     for (const [k, bar] of row.bars.entries()) {
       const split = bar.split;
       const by = y + k * (barH + gap);
@@ -183,7 +187,7 @@ export function renderChart(report: EgressReport): string {
         k === 0 ? `${fmtBytes(split.total)} B` : split.total === 0 ? "0 B: answered at the edge" : `${fmtBytes(split.total)} B  (${bar.ratio === null ? "-" : pct(bar.ratio)})`;
       // The overall slim-edge bars are too short to read their parts: spell them out.
       if (k >= 1 && row.bold && split.total > 0) {
-        label += `   = ${split.statusLine.toFixed(1)} status line + ${split.headers.toFixed(1)} headers + ${split.body.toFixed(1)} body`;
+        label += `   = ${fmtBytes(split.statusLine)} status line + ${fmtBytes(split.headers)} headers + ${fmtBytes(split.body)} body`;
       }
       text(x(split.total) + 8, by + barH - 5, label, `font-size="12.5" fill="#0f172a" ${k >= 1 ? 'font-weight="700"' : ""}`);
     }
@@ -211,10 +215,30 @@ export function renderChart(report: EgressReport): string {
     text(
       32,
       y,
-      `purge mode ${m(purge)}; ${purge.plan} plan, ${Math.round(purge.api.callsPerThousandWrites).toLocaleString("en-US")} purge calls per 1,000 writes. ` +
-        `Without each id's first read (cold edge): purge ${purge.warm.originBytesPerRequest.toFixed(1)} B.`,
+      `purge mode ${m(purge)}; ${purge.plan} plan, ${Math.round(purge.api.callsPerThousandWrites).toLocaleString("en-US")} purge calls per 1,000 writes.` +
+        (purge.edgeStart === "warm" ? "" : ` Without each id's first read (cold edge): purge ${purge.warm.originBytesPerRequest.toFixed(1)} B.`),
       foot,
     );
+    if (purge.edgeStart === "warm") {
+      y += 17;
+      const cold = report.coldEdge;
+      text(
+        32,
+        y,
+        `Warm edge: every id the traffic reads was read once through each edge first (${(purge.prefill?.requests ?? 0).toLocaleString("en-US")} reads, not counted), as a day-old edge holds them.`,
+        foot,
+      );
+      if (cold !== undefined) {
+        y += 17;
+        text(
+          32,
+          y,
+          `The same events from a cold (empty) edge: TTL mode ${cold.ttl.originBytesPerRequest.toFixed(1)} B (${pct(cold.ttl.ratio)}), ` +
+            `purge mode ${cold.purge.originBytesPerRequest.toFixed(1)} B (${(cold.purge.ratio * 100).toFixed(2)}%), stale p99 ${duration(cold.purge.stalenessMs.p99, cold.purge.staleness.p99AtLeast)}.`,
+          foot,
+        );
+      }
+    }
   }
   y += 17;
   text(32, y, `$/month = bytes/request × requests/day × 30 ÷ 1e9 × $/GB.  Generated ${report.generatedAt.slice(0, 10)} by npm run egress.`, foot);

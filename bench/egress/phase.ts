@@ -7,7 +7,7 @@ import { diffCounters, type RelayCounters } from "./relay.ts";
 import { emptyItemAnswers, emptyUnattributed, Replayer, type OriginItemAnswers, type RequestRecord, type Unattributed } from "./replay.ts";
 import { StalenessProber, type StalenessSample } from "./staleness.ts";
 import type { Measured } from "./systems.ts";
-import type { Traffic } from "./traffic.ts";
+import type { EdgeRequest, Traffic } from "./traffic.ts";
 
 /** `after` is slim-edge in TTL mode (the default configuration), `purge` slim-edge with purge on change. */
 export type SystemName = "before" | "after" | "purge";
@@ -19,6 +19,19 @@ export interface ProbeFigures {
   originExchanges: number;
   originBytes: ByteSplit;
   edgeSocketBytes: number;
+}
+
+/** What prefilling the edge cost (prefill.ts): reads before the warm-up, outside the measured window. */
+export interface PrefillFigures {
+  /** Reads sent (one per id the traffic reads) and how many failed. */
+  requests: number;
+  failed: number;
+  originExchanges: number;
+  /** Origin → edge socket bytes over the prefill. */
+  originBytes: number;
+  /** Origin statuses of those exchanges (200 items, 404 unknown ids). */
+  originStatuses: Record<string, number>;
+  seconds: number;
 }
 
 export interface PhaseResult {
@@ -44,6 +57,8 @@ export interface PhaseResult {
   probes?: ProbeFigures;
   /** Origin 200s/404s for items in the measured part, with id lengths (the Cache-Tag header cost). */
   originItemAnswers?: OriginItemAnswers;
+  /** The edge was prefilled before the warm-up (slim-edge systems with `--edge-start warm`). */
+  prefill?: PrefillFigures;
 }
 
 export interface PhaseOptions {
@@ -51,17 +66,23 @@ export interface PhaseOptions {
   traffic: Traffic;
   measured: Measured;
   /** Called with (done, total, part) as requests complete. */
-  progress: (done: number, total: number, part: "warm-up" | "measure") => void;
+  progress: (done: number, total: number, part: PhasePart) => void;
   /** Reads of one id may overlap (class split approximate). */
   overlap?: boolean;
   /** Probe the edge after each measured write, giving up after `limitMs`. */
   staleness?: { limitMs: number };
+  /** Read these through the edge first, unpaced and unmeasured (prefill.ts); never for "before". */
+  prefill?: readonly EdgeRequest[];
 }
+
+export type PhasePart = "prefill" | "warm-up" | "measure";
 
 const SETTLE_MS = 300;
 
 export async function runPhase(options: PhaseOptions): Promise<PhaseResult> {
   const { traffic, measured } = options;
+  if (options.prefill !== undefined && options.system === "before") throw new Error("the \"before\" system has no edge to prefill");
+  const prefill = options.prefill === undefined || options.prefill.length === 0 ? undefined : await runPrefill(options, options.prefill);
   const warmupEvents = traffic.events.filter((e) => e.warmup);
   const measuredEvents = traffic.events.filter((e) => !e.warmup);
   const warmupTotal = warmupEvents.filter((e) => e.kind === "request").length;
@@ -120,6 +141,50 @@ export async function runPhase(options: PhaseOptions): Promise<PhaseResult> {
       window: { from, to },
       ...(staleness === undefined ? {} : { staleness, stalenessLimitMs: options.staleness!.limitMs, probes: probeFigures(replayer.probeRecords, replayer.probeEdgeSocketBytes - probeEdgeBefore) }),
       originItemAnswers: replayer.originItemAnswers,
+      ...(prefill === undefined ? {} : { prefill }),
+    };
+  } finally {
+    replayer.close();
+  }
+}
+
+/**
+ * The prefill: one unpaced read per id through the edge, on a replayer of its own (no client caches, so no
+ * validators; the one-read-per-id rule is moot, every id appears once), then a pause for the edge's cache
+ * writes. Its origin bytes are counted here and fall before the measured window.
+ */
+async function runPrefill(options: PhaseOptions, events: readonly EdgeRequest[]): Promise<PrefillFigures> {
+  const { traffic, measured } = options;
+  const replayer = new Replayer({
+    port: measured.clientPort,
+    concurrency: traffic.concurrency,
+    mode: "item-id",
+    ratePerSecond: 0,
+    write: () => Promise.reject(new Error("a prefill has no writes")),
+    onProgress: (done) => options.progress(done, events.length, "prefill"),
+  });
+  measured.setReplayer(replayer);
+  try {
+    const before = measured.relay.snapshot();
+    const from = performance.now();
+    const records = await replayer.run(events);
+    const seconds = (performance.now() - from) / 1000;
+    await measured.relay.whenIdle(5000);
+    const after = measured.relay.snapshot();
+    const originStatuses: Record<string, number> = {};
+    let originExchanges = replayer.unattributed.exchanges;
+    for (const r of records) {
+      originExchanges += r.originExchanges;
+      for (const s of r.originStatuses) originStatuses[String(s)] = (originStatuses[String(s)] ?? 0) + 1;
+    }
+    for (const [s, n] of replayer.unattributed.statuses) originStatuses[String(s)] = (originStatuses[String(s)] ?? 0) + n;
+    return {
+      requests: records.length,
+      failed: records.filter((r) => r.error !== undefined || r.status === 0).length,
+      originExchanges,
+      originBytes: diffCounters(before, after).upstreamBytes,
+      originStatuses,
+      seconds,
     };
   } finally {
     replayer.close();

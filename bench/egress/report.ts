@@ -8,7 +8,8 @@ import type { AppliedPurge } from "../../scripts/lib/local-edge.ts";
 import type { RecordedCall } from "../../scripts/lib/cloudflare-api-stand-in.ts";
 import type { PurgePlanName } from "../../src/origin/purge/token-bucket.ts";
 import { totalOf, type ByteSplit } from "./http-stream.ts";
-import { probeOriginBytes, type PhaseResult, type SystemName } from "./phase.ts";
+import { probeOriginBytes, type PhaseResult, type PrefillFigures, type SystemName } from "./phase.ts";
+import type { EdgeStart } from "./prefill.ts";
 import { cacheTagCost, PRODUCTION_WRITE_SHARE, purgeApiFigures, rateLimitProjection, type CacheTagCost, type PurgeApiFigures, type RateLimitProjection } from "./purge-figures.ts";
 import { summarizeStaleness, type StalenessSummary } from "./staleness.ts";
 import { CLASS_LABELS, REQUEST_CLASSES, type RequestClass } from "./traffic.ts";
@@ -109,8 +110,14 @@ export interface ClassComparison {
 /** One way of keeping the edge fresh, measured with the same traffic (with writes) as the others. */
 export interface ModeReport {
   mode: "ttl" | "purge";
-  /** The SystemReport with this mode's full figures: `after` (TTL mode) or `purge.system`. */
-  figures: "after" | "purge.system";
+  /** The SystemReport with this mode's full figures: `after` (TTL mode) or `purge.system` (or, cold, its own `system`). */
+  figures: "after" | "purge.system" | "coldEdge.ttl.system" | "coldEdge.purge.system";
+  /**
+   * The edge cache this mode's system started with: "warm" = prefilled (every id the traffic reads, read once
+   * before the warm-up; `prefill` says what that cost), "cold" = empty. Absent in older reports (cold).
+   */
+  edgeStart?: "warm" | "cold";
+  prefill?: PrefillFigures;
   /** The worker's EDGE_CACHE_TTL and EDGE_CACHE_NOT_FOUND_TTL in this mode (seconds, as configured; "" unset). */
   edgeCacheTtl: string;
   edgeCacheNotFoundTtl: string;
@@ -150,6 +157,17 @@ export interface PurgeModeReport extends ModeReport {
   target: PurgeTarget;
 }
 
+/** A mode measured again from a cold edge (`--edge-start both`): its headline and full figures. */
+export interface ColdModeReport extends ModeReport {
+  system: SystemReport;
+}
+
+export interface ColdPurgeModeReport extends ColdModeReport {
+  api: PurgeApiFigures;
+  /** The Snippet path's Cache-Tag header cost from a cold edge (the headline one is `snippetCacheTag`). */
+  snippetCacheTag: CacheTagCost;
+}
+
 export interface EgressReport {
   schema: string;
   generatedAt: string;
@@ -167,6 +185,9 @@ export interface EgressReport {
     workerVars: Record<string, string>;
     /** Reads of one id were allowed to overlap (--overlap): the split by class is approximate. */
     overlappingReads: boolean;
+    /** `--edge-start` (absent in older reports: cold), and the reads one prefill sends (ids the traffic reads). */
+    edgeStart?: EdgeStart;
+    prefillReads?: number;
   };
   pricing: Pricing & { daysPerMonth: number; bytesPerGb: number };
   before: SystemReport;
@@ -178,6 +199,11 @@ export interface EgressReport {
   ttl?: ModeReport;
   /** Purge mode; absent in older reports. */
   purge?: PurgeModeReport;
+  /**
+   * `--edge-start both`: TTL mode and purge mode again, the same events from an empty edge cache, for
+   * comparison with the warm headline (`ttl`/`after`, `purge`). Absent otherwise.
+   */
+  coldEdge?: { ttl: ColdModeReport; purge: ColdPurgeModeReport };
   /** The Snippet path: what tagging zone-cache entries by the origin's Cache-Tag header would cost (purge mode). */
   snippetCacheTag?: CacheTagCost;
   saving: { share: number; bytesPerRequest: number; usdPerMonth: number };
@@ -341,6 +367,8 @@ export interface ReportInput {
   after: PhaseResult;
   /** Purge mode, same traffic, same run. */
   purge?: PurgeInput;
+  /** Both modes again from a cold edge, when the headline pair was prefilled (`--edge-start both`). */
+  cold?: { after: PhaseResult; purge: PurgeInput };
   pricing: Pricing;
   maxRatio: number;
   command: string;
@@ -393,25 +421,58 @@ export function buildReport(input: ReportInput): EgressReport {
       rateLimit: rateLimitProjection(p.plan, input.pricing.requestsPerDay, PRODUCTION_WRITE_SHARE, api.tagsPerCall),
       target: { maxRatio, maxP99Ms, ratioMet, stalenessMet, met: ratioMet && stalenessMet },
     };
-    snippetCacheTag = cacheTagCost(p.phase.originItemAnswers ?? { ok: { count: 0, idChars: 0 }, notFound: { count: 0, idChars: 0 } }, system.requests, system.socket.originToEdgeBytes, Number(p.workerVars["EDGE_CACHE_NOT_FOUND_TTL"] ?? 0) > 0);
+    snippetCacheTag = snippetCost(p, system);
     if (api.writes > 0 && api.calls === 0) {
       notes.push("purge: the origin sent no purge call during the measured part: it does not purge on change yet (CLOUDFLARE_* ignored?), so purge mode is a one-day TTL here");
     }
     if (api.entriesUntagged > 0) notes.push(`purge: ${api.entriesUntagged} purged keys held entries without the purged tag (kept, as Cloudflare would): is the worker tagging what it stores?`);
     if (mode.staleness.gaveUp > 0) notes.push(`purge: ${mode.staleness.gaveUp} of ${mode.staleness.probed} writes were still stale at the probe's bound (${mode.staleness.limitMs} ms)`);
   }
+  let coldEdge: EgressReport["coldEdge"];
+  if (input.cold !== undefined) {
+    const c = input.cold;
+    const ttlSystem = summarizeSystem(c.after, input.pricing);
+    const purgeSystem = summarizeSystem(c.purge.phase, input.pricing);
+    for (const [s, ph] of [[ttlSystem, c.after], [purgeSystem, c.purge.phase]] as const) {
+      problems.push(...problemsOf(s, ph).map((p) => `cold edge: ${p}`));
+      if (s.requests !== before.requests) problems.push(`cold edge: before replayed ${before.requests} requests, ${s.system} ${s.requests}: not the same traffic`);
+      problems.push(...sameAnswers(before, s).map((p) => `cold edge: ${p}`));
+    }
+    const coldTtl = modeReport("ttl", c.after, ttlSystem, before, input.traffic.workerVars, input.pricing);
+    const coldPurge = modeReport("purge", c.purge.phase, purgeSystem, before, c.purge.workerVars, input.pricing);
+    coldEdge = {
+      ttl: { ...coldTtl, figures: "coldEdge.ttl.system", system: ttlSystem },
+      purge: {
+        ...coldPurge,
+        figures: "coldEdge.purge.system",
+        system: purgeSystem,
+        api: purgeApiFigures(c.purge.calls, c.purge.applied, c.purge.phase.window ?? { from: -Infinity, to: Infinity }, c.purge.phase.writes),
+        snippetCacheTag: snippetCost(c.purge, purgeSystem),
+      },
+    };
+  }
+  for (const [name, ph] of [["after", input.after], ["purge", input.purge?.phase]] as const) {
+    const pf = ph?.prefill;
+    if (pf === undefined || pf.failed === 0) continue;
+    const text = `${name}: ${pf.failed} of ${pf.requests} prefill reads failed (those ids start cold)`;
+    if (pf.failed / Math.max(1, pf.requests) > ERROR_TOLERANCE) problems.push(text);
+    else notes.push(text);
+  }
   const rate = input.traffic.ratePerSecond;
-  for (const s of purge === undefined ? [after] : [after, purge.system]) {
+  // Labelled systems: the cold pair's names say so.
+  const named = (s: SystemReport, prefix = "") => ({ s, name: `${prefix}${s.system}` });
+  const cold = coldEdge === undefined ? [] : [named(coldEdge.ttl.system, "cold edge "), named(coldEdge.purge.system, "cold edge ")];
+  for (const { s, name } of [...(purge === undefined ? [after] : [after, purge.system]).map((x) => named(x)), ...cold]) {
     if (rate > 0 && s.seconds > 5 && s.requestsPerSecond < 0.9 * rate) {
       notes.push(
-        `the "${s.system}" replay ran at ${Math.round(s.requestsPerSecond)} req/s, below the ${rate} req/s pace: fewer requests ` +
+        `the "${name}" replay ran at ${Math.round(s.requestsPerSecond)} req/s, below the ${rate} req/s pace: fewer requests ` +
           "per EDGE_CACHE_TTL window than intended, so the edge cache looks worse than it would at the set pace (lower --rate for a run that keeps up)",
       );
     }
   }
-  for (const s of purge === undefined ? [before, after] : [before, after, purge.system]) {
-    if (s.errors > 0 && s.errors / s.requests <= ERROR_TOLERANCE) notes.push(`${s.system}: ${s.errors} requests failed (within tolerance): ${s.errorSamples.join("; ")}`);
-    if (s.revalidationsWithoutEtag > 0) notes.push(`${s.system}: ${s.revalidationsWithoutEtag} revalidating requests had no ETag yet and went without If-None-Match`);
+  for (const { s, name } of [...(purge === undefined ? [before, after] : [before, after, purge.system]).map((x) => named(x)), ...cold]) {
+    if (s.errors > 0 && s.errors / s.requests <= ERROR_TOLERANCE) notes.push(`${name}: ${s.errors} requests failed (within tolerance): ${s.errorSamples.join("; ")}`);
+    if (s.revalidationsWithoutEtag > 0) notes.push(`${name}: ${s.revalidationsWithoutEtag} revalidating requests had no ETag yet and went without If-None-Match`);
   }
   return {
     schema: REPORT_SCHEMA,
@@ -424,6 +485,7 @@ export function buildReport(input: ReportInput): EgressReport {
     ratio,
     ...(ttl === undefined ? {} : { ttl }),
     ...(purge === undefined ? {} : { purge }),
+    ...(coldEdge === undefined ? {} : { coldEdge }),
     ...(snippetCacheTag === undefined ? {} : { snippetCacheTag }),
     saving: {
       share: 1 - ratio,
@@ -436,6 +498,12 @@ export function buildReport(input: ReportInput): EgressReport {
     problems,
     ok: problems.length === 0,
   };
+}
+
+/** What `Cache-Tag: item:<id>,items` on purge mode's origin 200s (and kept 404s) would cost the Snippet path. */
+function snippetCost(p: PurgeInput, system: SystemReport): CacheTagCost {
+  const answers = p.phase.originItemAnswers ?? { ok: { count: 0, idChars: 0 }, notFound: { count: 0, idChars: 0 } };
+  return cacheTagCost(answers, system.requests, system.socket.originToEdgeBytes, Number(p.workerVars["EDGE_CACHE_NOT_FOUND_TTL"] ?? 0) > 0);
 }
 
 /** One mode's headline: bytes, ratio to before, staleness and what its probes cost. */
@@ -455,6 +523,8 @@ function modeReport(
   return {
     mode,
     figures: mode === "ttl" ? "after" : "purge.system",
+    edgeStart: phase.prefill === undefined ? "cold" : "warm",
+    ...(phase.prefill === undefined ? {} : { prefill: phase.prefill }),
     edgeCacheTtl: ttlVar,
     edgeCacheNotFoundTtl: workerVars["EDGE_CACHE_NOT_FOUND_TTL"] ?? "",
     originBytesPerRequest: system.originBytesPerRequest,

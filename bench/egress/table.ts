@@ -6,6 +6,8 @@ import type { EgressReport, ModeReport, SystemReport } from "./report.ts";
 
 const n0 = (x: number) => Math.round(x).toLocaleString("en-US");
 const b1 = (x: number) => x.toFixed(1);
+/** Bytes that may be a fraction of one (a warm edge's per-request costs): two decimals below 1. */
+const b2 = (x: number) => (x > 0 && x < 1 ? x.toFixed(2) : x.toFixed(1));
 const pct = (x: number, digits = 1) => `${(x * 100).toFixed(digits)}%`;
 const usd = (x: number) => `$${Math.round(x).toLocaleString("en-US")}`;
 
@@ -42,7 +44,7 @@ export function terminalTable(report: EgressReport): string {
       b1(c.before),
       b1(c.after),
       c.ratio === null ? "-" : pct(c.ratio),
-      ...(p ? [b1(p.originBytesPerRequest), c.before === 0 ? "-" : pct(p.originBytesPerRequest / c.before)] : []),
+      ...(p ? [b2(p.originBytesPerRequest), c.before === 0 ? "-" : pct(p.originBytesPerRequest / c.before)] : []),
       pct(c.afterAnsweredAtEdgeShare),
       ...(p ? [pct(p.answeredAtEdgeShare)] : []),
     ]);
@@ -57,7 +59,7 @@ export function terminalTable(report: EgressReport): string {
     b1(before.originBytesPerRequest),
     b1(after.originBytesPerRequest),
     pct(report.ratio),
-    ...(purge ? [b1(purge.originBytesPerRequest), pct(purge.ratio)] : []),
+    ...(purge ? [b2(purge.originBytesPerRequest), pct(purge.ratio)] : []),
     pct(after.answeredAtEdgeShare),
     ...(purge ? [pct(purge.system.answeredAtEdgeShare)] : []),
   ]);
@@ -112,7 +114,18 @@ function modesLine(report: EgressReport): string {
   if (purge === undefined) return "";
   return (
     `slim-edge twice, the same events side by side: after = TTL mode (EDGE_CACHE_TTL ${ttl?.edgeCacheTtl || "default"} s, no purge), ` +
-    `purge = purge on change (EDGE_CACHE_TTL ${purge.edgeCacheTtl} s, EDGE_CACHE_NOT_FOUND_TTL ${purge.edgeCacheNotFoundTtl} s, ${purge.plan} plan)`
+    `purge = purge on change (EDGE_CACHE_TTL ${purge.edgeCacheTtl} s, EDGE_CACHE_NOT_FOUND_TTL ${purge.edgeCacheNotFoundTtl} s, ${purge.plan} plan); ` +
+    edgeStartText(report)
+  );
+}
+
+/** How the edge started: prefilled (warm) or empty (cold); older reports are cold. */
+function edgeStartText(report: EgressReport): string {
+  const { purge, coldEdge, traffic } = report;
+  if (purge?.edgeStart !== "warm") return "edge cache empty at the start (cold edge: every id's first read is a miss in the figures)";
+  return (
+    `edge cache prefilled (warm edge): ${n0(purge.prefill?.requests ?? traffic.prefillReads ?? 0)} reads per system, one per id the traffic reads, before the warm-up, not counted` +
+    (coldEdge === undefined ? "" : "; the cold-edge rows replay the same events from an empty cache")
   );
 }
 
@@ -125,10 +138,11 @@ function stalenessRow(m: ModeReport): string[] {
   const s = m.staleness;
   return [
     m.mode === "ttl" ? "after (TTL)" : "purge",
+    m.edgeStart ?? "cold",
     `${m.edgeCacheTtl || "default"} s`,
-    b1(m.originBytesPerRequest),
+    b2(m.originBytesPerRequest),
     pct(m.ratio, 2),
-    m.warm === undefined ? "-" : `${b1(m.warm.originBytesPerRequest)} (${pct(m.warm.ratio, 2)})`,
+    m.warm === undefined ? "-" : `${b2(m.warm.originBytesPerRequest)} (${pct(m.warm.ratio, 2)})`,
     ms(m.stalenessMs.p50, s.gaveUp > 0 && m.stalenessMs.p50 >= s.limitMs),
     ms(m.stalenessMs.p99, s.p99AtLeast),
     ms(m.stalenessMs.max, s.maxAtLeast),
@@ -143,12 +157,31 @@ function freshnessLines(report: EgressReport): string[] {
   if (purge === undefined) return [];
   const out: string[] = [""];
   out.push(`Fresh after writes: each measured write probed at the edge ${purge.staleness.pollMs} until it served the new version (probes not counted above)`);
-  const rows: string[][] = [["mode", "EDGE_CACHE_TTL", "origin B/req", "of before", "without first reads", "staleness p50", "p99", "max", "gave up", "probes (origin bytes)"]];
-  if (ttl !== undefined) rows.push(stalenessRow(ttl));
-  rows.push(stalenessRow(purge));
-  out.push(...grid(rows, ["l", "r", "r", "r", "r", "r", "r", "r", "r", "r"]));
+  const rows: string[][] = [["mode", "edge", "EDGE_CACHE_TTL", "origin B/req", "of before", "without first reads", "staleness p50", "p99", "max", "gave up", "probes (origin bytes)"]];
+  for (const m of modeRows(report)) rows.push(stalenessRow(m));
+  out.push(...grid(rows, ["l", "l", "r", "r", "r", "r", "r", "r", "r", "r", "r"]));
   out.push(...purgeFigureLines(report));
   return out;
+}
+
+/** The headline modes (TTL, purge), then the cold-edge pair when the run measured one. */
+function modeRows(report: EgressReport): ModeReport[] {
+  const { ttl, purge, coldEdge } = report;
+  if (purge === undefined) return [];
+  return [...(ttl === undefined ? [] : [ttl]), purge, ...(coldEdge === undefined ? [] : [coldEdge.ttl, coldEdge.purge])];
+}
+
+/** What the prefill cost each mode (origin bytes before the measured window, not counted in any figure). */
+function prefillLine(report: EgressReport): string | undefined {
+  const { ttl, purge } = report;
+  if (purge?.prefill === undefined) return undefined;
+  const one = (name: string, m: ModeReport | undefined) => {
+    const p = m?.prefill;
+    if (p === undefined) return undefined;
+    const statuses = Object.entries(p.originStatuses).sort(([a], [b]) => a.localeCompare(b)).map(([st, k]) => `${st} ×${n0(k)}`).join(" · ");
+    return `${name} ${n0(p.requests)} reads in ${p.seconds.toFixed(1)} s, ${n0(p.originBytes)} origin bytes (${statuses || "no origin exchange"})${p.failed > 0 ? `, ${n0(p.failed)} failed` : ""}`;
+  };
+  return `prefill (not counted): ${[one("TTL mode", ttl), one("purge mode", purge)].filter((x) => x !== undefined).join("; ")}`;
 }
 
 /** Purge mode's targets, its API calls, the rate-limit projection and the Snippet path's tag cost, a line each. */
@@ -157,9 +190,18 @@ function purgeFigureLines(report: EgressReport): string[] {
   if (purge === undefined) return [];
   const out: string[] = [];
   const t = purge.target;
+  const cold = report.coldEdge?.purge;
+  const beside =
+    purge.edgeStart === "warm"
+      ? `from a prefilled edge${cold === undefined ? "" : `; ${pct(cold.ratio, 2)} from a cold one, ${pct(cold.warm.ratio, 2)} of that without each id's first read`}`
+      : purge.warm === undefined
+        ? ""
+        : `; ${pct(purge.warm.ratio, 2)} without the first read of each id, which a cold edge pays whatever its TTL`;
+  const prefill = prefillLine(report);
+  if (prefill !== undefined) out.push(prefill);
   out.push(
     `target purge mode ≤ ${pct(t.maxRatio, 0)} of before: ${t.ratioMet ? "met" : "NOT met"} (${pct(purge.ratio, 2)}` +
-      `${purge.warm === undefined ? "" : `; ${pct(purge.warm.ratio, 2)} without the first read of each id, which a cold edge pays whatever its TTL`}); ` +
+      `${beside.startsWith(";") || beside === "" ? beside : ` ${beside}`}); ` +
       `staleness p99 ≤ ${n0(t.maxP99Ms)} ms: ${t.stalenessMet ? "met" : "NOT met"} (${ms(purge.stalenessMs.p99, purge.staleness.p99AtLeast)})`,
   );
   const a = purge.api;
@@ -178,10 +220,13 @@ function purgeFigureLines(report: EgressReport): string[] {
       measured +
       `${r.callsPerSecondAtFullBatches.toFixed(1)} calls/s with full ${MAX_TAGS_PER_CALL}-tag calls (${r.holdsWithFullBatches ? "holds: the purger fills calls while it waits for tokens" : "over the plan: pick a bigger plan"})`,
   );
+  const coldTag = report.coldEdge?.purge.snippetCacheTag;
   if (tag !== undefined) {
     out.push(
       `Snippet path (zone cache): "${tag.example}" on each of ${n0(tag.origin200s)} origin 200s${tag.notFoundCached ? ` and ${n0(tag.origin404s)} cached 404s` : ""} = ` +
-        `${b1(tag.headerBytesPerRequest)} B per edge request (+${pct(tag.shareOfOriginBytes)} on purge mode's origin bytes); a Cache Response Rule (set_cache_tags): 0 B`,
+        `${b2(tag.headerBytesPerRequest)} B per edge request (+${pct(tag.shareOfOriginBytes)} on purge mode's origin bytes` +
+        (coldTag === undefined ? "" : `; cold edge: ${n0(coldTag.origin200s)} 200s, ${b2(coldTag.headerBytesPerRequest)} B, +${pct(coldTag.shareOfOriginBytes)}`) +
+        "); a Cache Response Rule (set_cache_tags): 0 B",
     );
   }
   return out;
@@ -207,7 +252,7 @@ function agreementText(s: SystemReport): string {
 
 /** The README table: the same figures as Markdown (with purge mode's columns and tables when the report has it). */
 export function markdownTable(report: EgressReport): string {
-  const { before, after, purge, ttl } = report;
+  const { before, after, purge } = report;
   const systems = purge === undefined ? [before, after] : [before, after, purge.system];
   const lines = purge
     ? [
@@ -217,13 +262,13 @@ export function markdownTable(report: EgressReport): string {
     : ["| request class | share | before B/req | after B/req | after/before | after: answered at edge |", "|---|---:|---:|---:|---:|---:|"];
   for (const c of report.classes) {
     const p = purge?.system.classes[c.class];
-    const purgeCells = p ? ` ${b1(p.originBytesPerRequest)} | ${c.before === 0 ? "-" : pct(p.originBytesPerRequest / c.before)} |` : "";
+    const purgeCells = p ? ` ${b2(p.originBytesPerRequest)} | ${c.before === 0 ? "-" : pct(p.originBytesPerRequest / c.before)} |` : "";
     lines.push(
       `| ${c.label} | ${pct(c.share)} | ${b1(c.before)} | ${b1(c.after)} | ${c.ratio === null ? "-" : pct(c.ratio)} |${purgeCells} ${pct(c.afterAnsweredAtEdgeShare)} |` +
         (p ? ` ${pct(p.answeredAtEdgeShare)} |` : ""),
     );
   }
-  const purgeAll = purge ? ` **${b1(purge.originBytesPerRequest)}** | **${pct(purge.ratio, 2)}** |` : "";
+  const purgeAll = purge ? ` **${b2(purge.originBytesPerRequest)}** | **${pct(purge.ratio, 2)}** |` : "";
   lines.push(
     `| **all requests** (socket count) | 100% | **${b1(before.originBytesPerRequest)}** | **${b1(after.originBytesPerRequest)}** | **${pct(report.ratio)}** |${purgeAll} ${pct(after.answeredAtEdgeShare)} |` +
       (purge ? ` ${pct(purge.system.answeredAtEdgeShare)} |` : ""),
@@ -242,9 +287,9 @@ export function markdownTable(report: EgressReport): string {
   for (const s of systems) lines.push(`| ${s.system} | ${b1(s.edgeToClientBytesPerRequest)} | ${usd(s.usdPerMonth)} |`);
   if (purge !== undefined) {
     lines.push("");
-    lines.push("| mode | EDGE_CACHE_TTL | origin B/req | of before | without first reads | staleness p50 | p99 | max | gave up | probes (origin bytes) |");
-    lines.push("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for (const m of ttl === undefined ? [purge] : [ttl, purge]) lines.push(`| ${stalenessRow(m).join(" | ")} |`);
+    lines.push("| mode | edge | EDGE_CACHE_TTL | origin B/req | of before | without first reads | staleness p50 | p99 | max | gave up | probes (origin bytes) |");
+    lines.push("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (const m of modeRows(report)) lines.push(`| ${stalenessRow(m).join(" | ")} |`);
     lines.push("");
     lines.push(...purgeFigureLines(report).map((line) => `- ${line}`));
   }

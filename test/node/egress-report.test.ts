@@ -283,20 +283,91 @@ describe("egress report: TTL mode and purge mode", () => {
   it("prints both modes with staleness, the purge API figures and the Snippet cost; Markdown and SVG too", () => {
     const table = terminalTable(report);
     expect(table).toMatch(/all requests \(socket count\)\s+100\.0%\s+542\.5\s+42\.5\s+7\.8%\s+32\.5\s+6\.0%/);
-    expect(table).toMatch(/after \(TTL\)\s+10 s\s+42\.5\s+7\.83%\s+42\.5 \(7\.83%\)\s+4,000 ms\s+9,000 ms\s+9,000 ms\s+0 of 2\s+80 \(260 B\)/);
-    expect(table).toMatch(/purge\s+86400 s\s+32\.5\s+5\.99%\s+0\.0 \(0\.00%\)\s+120 ms\s+180 ms\s+180 ms\s+0 of 2/);
+    expect(table).toMatch(/after \(TTL\)\s+cold\s+10 s\s+42\.5\s+7\.83%\s+42\.5 \(7\.83%\)\s+4,000 ms\s+9,000 ms\s+9,000 ms\s+0 of 2\s+80 \(260 B\)/);
+    expect(table).toMatch(/purge\s+cold\s+86400 s\s+32\.5\s+5\.99%\s+0\.0 \(0\.00%\)\s+120 ms\s+180 ms\s+180 ms\s+0 of 2/);
     expect(table).toMatch(/target purge mode ≤ 1% of before: NOT met \(5\.99%; 0\.00% without the first read of each id, which a cold edge pays whatever its TTL\); staleness p99 ≤ 1,000 ms: met \(180 ms\)/);
     expect(table).toMatch(/3 calls for 2 writes = 1,500 per 1,000 writes; 2 accepted, 1 × 429/);
     expect(table).toMatch(/115\.7 changes\/s → 77\.2 calls\/s at this run's 1\.50 tags per call \(over the plan\), 3\.9 calls\/s with full 30-tag calls \(holds/);
     expect(table).toMatch(/Cache Response Rule \(set_cache_tags\): 0 B/);
     const md = markdownTable(report);
     expect(md).toContain("| **all requests** (socket count) | 100% | **542.5** | **42.5** | **7.8%** | **32.5** | **5.99%** | 50.0% | 75.0% |");
-    expect(md).toContain("| purge | 86400 s | 32.5 | 5.99% | 0.0 (0.00%) | 120 ms | 180 ms | 180 ms | 0 of 2 | 12 (260 B) |");
+    expect(md).toContain("| purge | cold | 86400 s | 32.5 | 5.99% | 0.0 (0.00%) | 120 ms | 180 ms | 180 ms | 0 of 2 | 12 (260 B) |");
     const svg = renderChart(report);
     expect(svg).not.toMatch(/NaN|undefined|Infinity/);
     expect(svg).toContain("purge on change");
     expect(svg).toMatch(/purge mode p50 120 ms, p99 180 ms, max 180 ms/);
     expect(svg.match(/<text /g)!.length).toBe(svg.match(/<\/text>/g)!.length);
+  });
+
+  // --edge-start warm (the default) and both: the headline pair prefilled, the cold pair (the phases above) beside it.
+  const prefill = { requests: 3, failed: 0, originExchanges: 3, originBytes: 390, originStatuses: { "200": 2, "404": 1 }, seconds: 0.5 };
+  const purgeVars = { EDGE_CACHE_TTL: "86400", EDGE_CACHE_NOT_FOUND_TTL: "86400" };
+  // Prefilled, the first read of id 1 is a hit: purge mode's traffic sends the origin nothing (the probes' 260 bytes are theirs).
+  const warmPurge: PhaseResult = {
+    ...purgePhase,
+    records: purgeRecords.map((r) => (r === firstRead ? { ...r, origin: { startLine: 0, headers: 0, body: 0 }, originExchanges: 0, originStatuses: [] } : r)),
+    socket: { ...purgePhase.socket, upstreamBytes: 260 },
+    originItemAnswers: { ok: { count: 0, idChars: 0 }, notFound: { count: 0, idChars: 0 } },
+    prefill,
+  };
+  const warmTtl: PhaseResult = { ...ttlPhase, prefill };
+  const both = (warm: { ttl?: Partial<PhaseResult>; purge?: Partial<PhaseResult> } = {}) =>
+    buildReport({
+      ...input(before, { ...warmTtl, ...warm.ttl }),
+      purge: { phase: { ...warmPurge, ...warm.purge }, plan: "pro", calls, applied, workerVars: purgeVars },
+      cold: { after: ttlPhase, purge: { phase: purgePhase, plan: "pro", calls, applied, workerVars: purgeVars } },
+    });
+
+  it("reports a prefilled edge as the headline (same keys) and the cold pair under coldEdge", () => {
+    const r = both();
+    expect(r.ok).toBe(true);
+    expect(r.purge).toMatchObject({ edgeStart: "warm", prefill, originBytesPerRequest: 0, stalenessMs: { p50: 120, p99: 180, max: 180 } });
+    expect(r.purge!.target).toMatchObject({ ratioMet: true, stalenessMet: true, met: true });
+    expect(r.ttl).toMatchObject({ edgeStart: "warm", prefill, originBytesPerRequest: 170 / 4 });
+    expect(r.coldEdge!.purge).toMatchObject({ edgeStart: "cold", figures: "coldEdge.purge.system", originBytesPerRequest: 130 / 4, stalenessMs: { p99: 180 } });
+    expect(r.coldEdge!.purge.ratio).toBeCloseTo(130 / 2170, 12);
+    expect(r.coldEdge!.purge.prefill).toBeUndefined();
+    expect(r.coldEdge!.ttl).toMatchObject({ edgeStart: "cold", figures: "coldEdge.ttl.system", originBytesPerRequest: 170 / 4 });
+    expect(r.coldEdge!.purge.api.calls).toBe(3);
+    expect(r.snippetCacheTag!.origin200s).toBe(0);
+    expect(r.coldEdge!.purge.snippetCacheTag.origin200s).toBe(1);
+    const json = JSON.parse(JSON.stringify(r));
+    expect(json.purge.originBytesPerRequest).toBe(0);
+    expect(json.purge.stalenessMs).toEqual({ p50: 120, p99: 180, max: 180 });
+    expect(json.coldEdge.purge.originBytesPerRequest).toBe(32.5);
+    // A report with no prefill says cold, as every report before prefills existed was.
+    expect(report.purge!.edgeStart).toBe("cold");
+    expect(report.coldEdge).toBeUndefined();
+  });
+
+  it("prints the warm rows, then the cold ones, the prefill's cost and the target judged warm", () => {
+    const r = both();
+    const table = terminalTable(r);
+    expect(table).toMatch(/edge cache prefilled \(warm edge\): 3 reads per system, one per id the traffic reads, before the warm-up, not counted; the cold-edge rows/);
+    expect(table).toMatch(/purge\s+warm\s+86400 s\s+0\.0\s+0\.00%/);
+    expect(table).toMatch(/after \(TTL\)\s+cold\s+10 s\s+42\.5\s+7\.83%/);
+    expect(table).toMatch(/purge\s+cold\s+86400 s\s+32\.5\s+5\.99%/);
+    expect(table).toContain("prefill (not counted): TTL mode 3 reads in 0.5 s, 390 origin bytes (200 ×2 · 404 ×1); purge mode 3 reads in 0.5 s, 390 origin bytes (200 ×2 · 404 ×1)");
+    expect(table).toMatch(/target purge mode ≤ 1% of before: met \(0\.00% from a prefilled edge; 5\.99% from a cold one, 0\.00% of that without each id's first read\)/);
+    expect(table).toMatch(/cold edge: 1 200s, 6\.3 B, \+19\.2%\); a Cache Response Rule/);
+    const md = markdownTable(r);
+    expect(md).toContain("| purge | warm | 86400 s | 0.0 | 0.00% |");
+    expect(md).toContain("| purge | cold | 86400 s | 32.5 | 5.99% |");
+    const svg = renderChart(r);
+    expect(svg).toContain("purge on change (warm)");
+    expect(svg).toContain("Warm edge: every id the traffic reads was read once through each edge first (3 reads, not counted)");
+    expect(svg).toMatch(/cold \(empty\) edge: TTL mode 42\.5 B \(7\.8%\), purge mode 32\.5 B \(5\.99%\)/);
+    expect(svg).not.toMatch(/NaN|undefined|Infinity/);
+    expect(svg.match(/<text /g)!.length).toBe(svg.match(/<\/text>/g)!.length);
+  });
+
+  it("treats failed prefill reads as a note within tolerance and as a problem beyond it", () => {
+    const bad = both({ purge: { prefill: { ...prefill, failed: 1 } } });
+    expect(bad.ok).toBe(false);
+    expect(bad.problems).toContain("purge: 1 of 3 prefill reads failed (those ids start cold)");
+    const few = both({ ttl: { prefill: { ...prefill, requests: 5000, failed: 1 } } });
+    expect(few.ok).toBe(true);
+    expect(few.notes).toContain("after: 1 of 5000 prefill reads failed (those ids start cold)");
   });
 
   it("renders a report written before the modes existed, as it did", () => {

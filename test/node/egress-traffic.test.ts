@@ -8,6 +8,7 @@ import { InputError } from "../../bench/egress/input-error.ts";
 import { jsonErrorOffset } from "../../bench/egress/json-position.ts";
 import { loadMix, parseMix } from "../../bench/egress/mix.ts";
 import { generateTraffic } from "../../bench/egress/mix-traffic.ts";
+import { DEFAULT_EDGE_START, edgeStartsOf, PREFILL_CLIENT, prefillEvents } from "../../bench/egress/prefill.ts";
 import { Zipf } from "../../bench/lib/random.ts";
 import { countRequests, itemBody, markFirstReads, type EdgeRequest, type TrafficEvent } from "../../bench/egress/traffic.ts";
 import { sampleItem } from "../../src/origin/store/sample-items.ts";
@@ -228,6 +229,64 @@ describe("command line", () => {
     expect(parseArgs([]).purgePlan).toBe("pro");
     expect(parseArgs(["--purge-plan", "enterprise"]).purgePlan).toBe("enterprise");
     expect(() => parseArgs(["--purge-plan", "gold"])).toThrow(/--purge-plan gold: expected one of free, pro, business, enterprise/);
+  });
+});
+
+describe("edge start (--edge-start) and the prefill", () => {
+  it("starts warm by default, takes cold and both, and refuses anything else by name", () => {
+    expect(DEFAULT_EDGE_START).toBe("warm");
+    expect(parseArgs([]).edgeStart).toBe("warm");
+    expect(parseArgs(["--edge-start", "cold"]).edgeStart).toBe("cold");
+    expect(parseArgs(["--edge-start=both"]).edgeStart).toBe("both");
+    expect(() => parseArgs(["--edge-start", "tepid"])).toThrow(ArgsError);
+    expect(() => parseArgs(["--edge-start", "tepid"])).toThrow("--edge-start tepid: expected one of warm, cold, both");
+    expect(() => parseArgs(["--edge-start"])).toThrow("--edge-start needs a value");
+    expect(() => parseArgs(["--edge-start", "--check"])).toThrow("--edge-start needs a value");
+    // Warm is the headline; both measures a cold pair after it.
+    expect(edgeStartsOf("warm")).toEqual(["warm"]);
+    expect(edgeStartsOf("cold")).toEqual(["cold"]);
+    expect(edgeStartsOf("both")).toEqual(["warm", "cold"]);
+  });
+
+  it("reads every id the traffic reads once (existing or not, warm-up included), plainly, in first-read order", () => {
+    const req = (method: string, id: string | undefined, cls: EdgeRequest["class"], warmup = false): EdgeRequest => ({
+      kind: "request",
+      method,
+      path: id === undefined ? "/robots.txt" : `/items/${id}`,
+      id,
+      class: cls,
+      client: "c1",
+      ifNoneMatch: cls === "revalidate" ? { prev: true } : undefined,
+      headers: [["Origin", "https://app.example.com"]],
+      warmup,
+    });
+    const events: TrafficEvent[] = [
+      req("OPTIONS", "9", "preflight", true),
+      { kind: "write", method: "PUT", id: "8", body: "{}", warmup: true },
+      req("GET", "3", "read", true),
+      req("GET", "3", "revalidate"),
+      req("GET", "10001", "missing"),
+      req("HEAD", "4", "read"),
+      req("GET", undefined, "other"),
+      req("GET", "3", "read"),
+    ];
+    const prefill = prefillEvents(events);
+    expect(prefill.map((e) => [e.method, e.path, e.class])).toEqual([
+      ["GET", "/items/3", "read"],
+      ["GET", "/items/10001", "missing"],
+      ["GET", "/items/4", "read"],
+    ]);
+    for (const e of prefill) expect(e).toMatchObject({ client: PREFILL_CLIENT, ifNoneMatch: undefined, headers: [], warmup: true });
+    expect(prefillEvents([])).toEqual([]);
+  });
+
+  it("covers exactly the ids the default mix reads, far fewer than its requests", () => {
+    const traffic = generateTraffic(loadMix(DEFAULT_MIX), "mix default");
+    const read = new Set(traffic.events.flatMap((e) => (e.kind === "request" && e.id !== undefined && e.method !== "OPTIONS" ? [e.id] : [])));
+    const prefill = prefillEvents(traffic.events);
+    expect(new Set(prefill.map((e) => e.id))).toEqual(read);
+    expect(prefill.length).toBe(read.size);
+    expect(prefill.length).toBeLessThan(countRequests(traffic.events).measured);
   });
 });
 

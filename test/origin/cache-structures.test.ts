@@ -205,3 +205,36 @@ describe("SlotPool", () => {
     expect(pool.take()).toBe(0);
   });
 });
+
+describe("the hit path's co-located structures", () => {
+  it("tagged SlotLists keep each slot's list and word beside its links, across growth", () => {
+    const lists = new SlotLists(3, 2, true);
+    lists.pushTail(1, 0);
+    lists.setWord(0, -123);
+    lists.ensureCapacity(100);
+    lists.pushTail(2, 99);
+    lists.setWord(99, 77);
+    expect([lists.listOf(0), lists.word(0), lists.listOf(99), lists.word(99)]).toEqual([1, -123, 2, 77]);
+    lists.moveToTail(2, 0);
+    expect(lists.listOf(0)).toBe(2);
+    expect(lists.head(2)).toBe(99);
+    lists.remove(0);
+    expect(lists.listOf(0)).toBe(-1);
+    expect(lists.listOf(50)).toBe(-1);
+    expect(lists.word(0)).toBe(-123);
+  });
+
+  it("SlotIndex files two words with each slot, refiles them, and keeps them through removals", () => {
+    const keyOf = ["a", "b", "c"];
+    const index = new SlotIndex((slot, key) => keyOf[slot] === key, 4);
+    for (let slot = 0; slot < 3; slot++) index.insert(7, slot, 10 + slot, 20 + slot);
+    index.refile(7, 1, 31, 41);
+    expect(index.find(7, "b")).toBe(1);
+    expect([index.foundFirst, index.foundSecond]).toEqual([31, 41]);
+    index.remove(7, 0);
+    expect(index.find(7, "c")).toBe(2);
+    expect([index.foundFirst, index.foundSecond]).toEqual([12, 22]);
+    index.refile(7, 0, 1, 1); // absent: no-op
+    expect(index.find(7, "a")).toBe(-1);
+  });
+});

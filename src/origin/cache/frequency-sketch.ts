@@ -84,6 +84,11 @@ export class FrequencySketch {
     return min;
   }
 
+  /** Read `hash`'s block and return a value of it: a batch touches its blocks first (HitBuffer). */
+  touch(hash: number): number {
+    return this.#table[(hash & this.#blockMask) * WORDS_PER_BLOCK]!;
+  }
+
   /** Count one occurrence of `hash`. */
   increment(hash: number): void {
     const table = this.#table;

@@ -10,20 +10,20 @@ import { INITIAL_EXPECTED_ENTRIES, WindowTinyLfu } from "./window-tinylfu.ts";
  * what the structures indexed by slot cost per entry, so the cache fills its bound with real
  * entries and never needs more than it counted:
  *
- *   per slot, times 9/8 for the arrays' growth step:            34 B (50 B with a TTL)
- *     policy: list links 8, segment 1, flags 1, weight 8, hash 4; record location 8; free list 4;
+ *   per slot, times 9/8 for the arrays' growth step:            37 B (53 B with a TTL)
+ *     policy: list node 16 (links, segment, hash), flags 1, weight 8; record location 8; free list 4;
  *     with a TTL the expiry queue: links 8, expiry time 8
- *   index: 8 B per bucket, at least 60% full                   ≤ 13.4 B
+ *   index: 16 B per bucket (hash, slot, record location), at least 60% full   ≤ 26.7 B
  *
  * The structures sized by the expected entry count instead (the frequency sketch, 16 B per entry
  * rounded up to a power of two, and the ghosts, 10% of the entries twice) are not charged per entry:
  * the sketch doubles at once, so the cache subtracts their current size from the policy's maximum
  * whenever they grow.
  */
-const PER_SLOT_BYTES = 22 + 8 + 4;
+const PER_SLOT_BYTES = 25 + 8 + 4;
 const PER_SLOT_TTL_BYTES = 16;
 const GROWTH_SLACK = 9 / 8;
-const INDEX_BYTES_PER_ENTRY = 8 / 0.6;
+const INDEX_BYTES_PER_ENTRY = 16 / 0.6;
 
 /** Structures that exist before the first entry, and the first 64-slot growth step of each. */
 export const FIXED_RESERVE_BYTES = 8 * 1024;

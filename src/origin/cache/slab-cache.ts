@@ -3,10 +3,13 @@ import { hashKey } from "./key-hash.ts";
 import { PolicyBudget } from "./policy-budget.ts";
 import { effectiveSlabBytes, entryWeight, maxBytesForEntries, maxRecordInSlab } from "./slab-budget.ts";
 import { assertLatin1Key } from "./slab-record.ts";
+import type { SlabCacheDiagnostics, SlabCacheStats } from "./slab-cache-stats.ts";
 import { SlabStore } from "./slab-store.ts";
 import { SlotIndex } from "./slot-index.ts";
 import { SlotPool } from "./slot-pool.ts";
 import type { WindowTinyLfu } from "./window-tinylfu.ts";
+
+export type { SlabCacheDiagnostics, SlabCacheStats } from "./slab-cache-stats.ts";
 
 export interface SlabCacheOptions {
   /** Everything the cache allocates counts: slabs, index, per-slot arrays, policy (sketch, ghosts). */
@@ -21,32 +24,6 @@ export interface SlabCacheOptions {
   slabBytes?: number;
 }
 
-export interface SlabCacheStats {
-  hits: number;
-  misses: number;
-  /** Entries dropped to stay within `maxBytes` (by the policy, or declined on arrival). */
-  evictions: number;
-  /** Entries dropped because their TTL ran out. */
-  expirations: number;
-  entries: number;
-  /** What the policy counts: each entry's record plus its share of the per-entry structures. */
-  bytes: number;
-  /** Every ArrayBuffer the cache holds (slabs, dedicated buffers, index, policy, sketch, ghosts). */
-  allocatedBytes: number;
-}
-
-/** Where the memory is and what compaction cost, for benchmarks and metrics. */
-export interface SlabCacheDiagnostics {
-  slabBytes: number;
-  structureBytes: number;
-  compactedBytes: number;
-  /** Slabs and dedicated buffers allocated so far. */
-  bufferAllocations: number;
-  /** Entries evicted because memory ran out before the policy's weights said so. */
-  pressureEvictions: number;
-  policyMaximum: number;
-}
-
 const HASH_SEED = 0x5eed;
 /** As ReadyCache: more expired entries reclaimed per set than a set adds, few enough to stay O(1). */
 const EXPIRED_PER_SET = 8;
@@ -54,7 +31,7 @@ const EXPIRED_PER_SET = 8;
 /**
  * A byte-bounded, TTL-bounded cache of byte values kept off the V8 heap (BigCache's lesson: millions
  * of entries must not be millions of objects for the garbage collector). Keys and values are copied
- * into a few large slabs (SlabStore), the key → slot index is two typed arrays (SlotIndex), and the
+ * into a few large slabs (SlabStore), the key → slot index is one typed array (SlotIndex), and the
  * admission and eviction policy is the same Window TinyLFU as ReadyCache's, slot-based on typed
  * arrays. The heap holds a fixed number of objects whatever the entry count: a handful per slab.
  *
@@ -84,6 +61,10 @@ export class SlabCache {
   /** The slot being added: the policy may decline it before it has a record or an index entry. */
   #pending = -1;
   #declined = false;
+  /** The last hit's slot and record location (from its index bucket) until the next mutation. */
+  #hitSlot = -1;
+  #hitSlab = 0;
+  #hitOffset = 0;
 
   constructor(options: SlabCacheOptions) {
     const { maxBytes, ttlMs, slabBytes } = options;
@@ -111,8 +92,9 @@ export class SlabCache {
       slabBytes: this.#slabBytes,
       maxRecordInSlab: maxRecordInSlab(this.#slabBytes),
       available: () => this.#maxBytes - this.#allocatedBytes(),
+      moved: (slot, slab, offset) => this.#index.refile(this.#policy.hashOf(slot), slot, slab, offset),
     });
-    this.#index = new SlotIndex((slot, key) => this.#store.keyEquals(slot, key));
+    this.#index = new SlotIndex((_slot, key, slab, offset) => this.#store.keyEqualsAt(slab, offset, key));
   }
 
   get stats(): Readonly<SlabCacheStats> {
@@ -135,18 +117,28 @@ export class SlabCache {
   /** Slot of the live entry for key, or -1 (absent or expired: an expired entry is dropped). */
   get(key: string): number {
     assertLatin1Key(key);
-    const slot = this.#index.find(this.#hash(key) | 0, key);
+    this.#hitSlot = -1;
+    const hash = this.#hash(key) | 0;
+    const index = this.#index;
+    const slot = index.find(hash, key);
     if (slot === -1) {
       this.#stats.misses++;
       return -1;
     }
-    if (this.#ttlMs > 0 && this.#expiry.isExpired(slot, this.#now())) {
+    const slab = index.foundFirst;
+    const offset = index.foundSecond;
+    // Expiry is read from the record (filledAt + TTL, the expiry queue's own sum), which the key
+    // check just brought into cache, rather than from the queue's array: one memory miss fewer.
+    if (this.#ttlMs > 0 && this.#now() >= this.#store.filledAtAt(slab, offset) + this.#ttlMs) {
       this.#expire(slot);
       this.#stats.misses++;
       return -1;
     }
     this.#stats.hits++;
-    this.#policy.recordHit(slot);
+    this.#policy.recordHit(slot, hash);
+    this.#hitSlot = slot;
+    this.#hitSlab = slab;
+    this.#hitOffset = offset;
     return slot;
   }
 
@@ -156,6 +148,7 @@ export class SlabCache {
    */
   set(key: string, value: Uint8Array): void {
     assertLatin1Key(key);
+    this.#hitSlot = -1;
     const now = this.#now();
     if (this.#ttlMs > 0) this.#expireOldest(now);
     const hash = this.#hash(key) | 0;
@@ -175,6 +168,7 @@ export class SlabCache {
 
   delete(key: string): boolean {
     assertLatin1Key(key);
+    this.#hitSlot = -1;
     const slot = this.#index.find(this.#hash(key) | 0, key);
     if (slot === -1) return false;
     this.#remove(slot);
@@ -182,6 +176,7 @@ export class SlabCache {
   }
 
   clear(): void {
+    this.#hitSlot = -1;
     this.#index.clear();
     this.#store.clear();
     this.#slots.clear();
@@ -193,14 +188,15 @@ export class SlabCache {
 
   /** A view of the slot's value bytes; valid only until the next mutation of the cache. */
   value(slot: number): Uint8Array {
-    this.#assertLive(slot);
-    return this.#store.value(slot);
+    // The last hit's record is read where its bucket said: no second random read of the location.
+    if (slot === this.#hitSlot) return this.#store.valueAt(this.#hitSlab, this.#hitOffset);
+    return this.#store.valueAt(this.#store.slabOf(this.#live(slot)), this.#store.offsetOf(slot));
   }
 
   /** now() when the slot's value was set. */
   filledAt(slot: number): number {
-    this.#assertLive(slot);
-    return this.#store.filledAt(slot);
+    if (slot === this.#hitSlot) return this.#store.filledAtAt(this.#hitSlab, this.#hitOffset);
+    return this.#store.filledAtAt(this.#store.slabOf(this.#live(slot)), this.#store.offsetOf(slot));
   }
 
   #insert(hash: number, key: string, value: Uint8Array, weight: number, now: number): void {
@@ -220,7 +216,7 @@ export class SlabCache {
       this.#slots.give(slot);
       return;
     }
-    this.#index.insert(hash, slot);
+    this.#index.insert(hash, slot, this.#store.slabOf(slot), this.#store.offsetOf(slot));
     if (this.#ttlMs > 0) this.#expiry.schedule(slot, now + this.#ttlMs);
     this.#stats.entries++;
   }
@@ -282,10 +278,12 @@ export class SlabCache {
     this.#stats.entries--;
   }
 
-  #assertLive(slot: number): void {
+  /** `slot`, if it is a live entry's; else throws. */
+  #live(slot: number): number {
     if (!(Number.isInteger(slot) && slot >= 0 && slot < this.#slots.highWater && this.#store.has(slot))) {
       throw new RangeError(`SlabCache: ${slot} is not the slot of a live entry (slots are valid until the next mutation)`);
     }
+    return slot;
   }
 
   #allocatedBytes(): number {

@@ -19,6 +19,8 @@ export interface SlabStoreOptions {
   maxRecordInSlab: number;
   /** Bytes the store may still allocate now: the cache's bound minus everything the cache holds. */
   available: () => number;
+  /** A record that was already stored moved (replaced or compacted): the cache refiles its index entry. */
+  moved: (slot: number, slab: number, offset: number) => void;
 }
 
 /**
@@ -41,14 +43,18 @@ export interface SlabStoreOptions {
 export class SlabStore {
   readonly #arena: SlabArena;
   readonly #maxRecordInSlab: number;
+  readonly #moved: (slot: number, slab: number, offset: number) => void;
   #copiedBytes = 0;
-  // Per slot: the record's slab (-1: none) and offset.
-  #slabOf = new Int32Array(0);
-  #offsetOf = new Int32Array(0);
+  /**
+   * Per slot s: [2s] the record's slab (-1: none), [2s + 1] its offset. Side by side, not two arrays:
+   * with millions of slots each array read on a hit is a cache and TLB miss of its own.
+   */
+  #location = new Int32Array(0);
 
   constructor(options: SlabStoreOptions) {
     this.#arena = new SlabArena(options.slabBytes, options.available);
     this.#maxRecordInSlab = options.maxRecordInSlab;
+    this.#moved = options.moved;
   }
 
   /** Bytes of every slab and dedicated buffer held. */
@@ -58,7 +64,7 @@ export class SlabStore {
 
   /** Bytes of the per-slot location arrays. */
   get metaBytes(): number {
-    return this.#slabOf.byteLength + this.#offsetOf.byteLength;
+    return this.#location.byteLength;
   }
 
   /** Bytes compaction has copied so far (its whole cost). */
@@ -71,16 +77,15 @@ export class SlabStore {
   }
 
   ensureSlots(count: number): void {
-    if (count <= this.#slabOf.length) return;
-    const capacity = grownCapacity(this.#slabOf.length, count);
-    const slabOf = grownArray(this.#slabOf, capacity);
-    slabOf.fill(-1, this.#slabOf.length);
-    this.#slabOf = slabOf;
-    this.#offsetOf = grownArray(this.#offsetOf, capacity);
+    const slots = this.#location.length / 2;
+    if (count <= slots) return;
+    const location = grownArray(this.#location, 2 * grownCapacity(slots, count));
+    for (let i = 2 * slots; i < location.length; i += 2) location[i] = -1;
+    this.#location = location;
   }
 
   has(slot: number): boolean {
-    return this.#slabOf[slot] !== -1;
+    return this.#location[2 * slot] !== -1;
   }
 
   /** Is `buffer` one of the store's own (a value view handed out by `value`)? */
@@ -88,16 +93,27 @@ export class SlabStore {
     return this.#arena.owns(buffer);
   }
 
-  keyEquals(slot: number, key: string): boolean {
-    return recordKeyEquals(this.#arena.views(this.#slabOf[slot]!), this.#offsetOf[slot]!, key);
+  /** The slab of the slot's record (the index files it beside the slot). */
+  slabOf(slot: number): number {
+    return this.#location[2 * slot]!;
   }
 
-  value(slot: number): Uint8Array {
-    return recordValue(this.#arena.views(this.#slabOf[slot]!), this.#offsetOf[slot]!);
+  offsetOf(slot: number): number {
+    return this.#location[2 * slot + 1]!;
   }
 
-  filledAt(slot: number): number {
-    return recordFilledAt(this.#arena.views(this.#slabOf[slot]!), this.#offsetOf[slot]!);
+  // Records are read by location, which a hit has from the index: reading it here again would be
+  // one more random memory access per hit.
+  keyEqualsAt(slab: number, offset: number, key: string): boolean {
+    return recordKeyEquals(this.#arena.views(slab), offset, key);
+  }
+
+  valueAt(slab: number, offset: number): Uint8Array {
+    return recordValue(this.#arena.views(slab), offset);
+  }
+
+  filledAtAt(slab: number, offset: number): number {
+    return recordFilledAt(this.#arena.views(slab), offset);
   }
 
   /**
@@ -119,20 +135,22 @@ export class SlabStore {
     }
     writeRecord(arena.views(slab), at, slot, key, value, filledAt);
     arena.addLive(slab, size);
-    if (this.has(slot)) this.free(slot);
-    this.#slabOf[slot] = slab;
-    this.#offsetOf[slot] = at;
+    const replaced = this.has(slot);
+    if (replaced) this.free(slot);
+    this.#location[2 * slot] = slab;
+    this.#location[2 * slot + 1] = at;
+    if (replaced) this.#moved(slot, slab, at);
     return true;
   }
 
   /** Drop the slot's record: it becomes garbage (a slab left empty goes back to the pool). */
   free(slot: number): void {
-    const slab = this.#slabOf[slot]!;
+    const slab = this.#location[2 * slot]!;
     const views = this.#arena.views(slab);
-    const at = this.#offsetOf[slot]!;
+    const at = this.#location[2 * slot + 1]!;
     const size = recordSize(views, at);
     markRecordDead(views, at);
-    this.#slabOf[slot] = -1;
+    this.#location[2 * slot] = -1;
     this.#arena.addLive(slab, -size);
   }
 
@@ -151,7 +169,7 @@ export class SlabStore {
 
   /** Forget every record; slabs stay allocated (pooled) for reuse, dedicated buffers go. */
   clear(): void {
-    this.#slabOf.fill(-1);
+    for (let i = 0; i < this.#location.length; i += 2) this.#location[i] = -1;
     this.#arena.clear();
   }
 
@@ -195,7 +213,7 @@ export class SlabStore {
     for (let at = 0; at < end; ) {
       const size = recordSize(views, at);
       const slot = recordSlot(views, at);
-      if (slot !== -1 && this.#slabOf[slot] === victim && this.#offsetOf[slot] === at) {
+      if (slot !== -1 && this.#location[2 * slot] === victim && this.#location[2 * slot + 1] === at) {
         if (!this.#move(slot, victim, at, size)) return false;
       }
       at += size;
@@ -214,8 +232,9 @@ export class SlabStore {
     const to = arena.append(target, size);
     copyRecord(arena.views(source), from, arena.views(target), to, size);
     arena.moveLive(source, target, size);
-    this.#slabOf[slot] = target;
-    this.#offsetOf[slot] = to;
+    this.#location[2 * slot] = target;
+    this.#location[2 * slot + 1] = to;
+    this.#moved(slot, target, to);
     this.#copiedBytes += size;
     return true;
   }

@@ -6,15 +6,22 @@ import { grownCapacity } from "./capacity-growth.ts";
  * A slot's two links sit side by side (one cache line). Each slot is in at most one list. Every
  * list is circular around a sentinel stored after the slots, so insertion and removal never branch
  * on "empty" or "at the end".
+ *
+ * `tagged` lists give each node two more words in the same 16 bytes: the list it is in (-1 once
+ * removed) and one word for the owner. A cache hit that moves a slot then learns its segment from
+ * the line it must touch anyway; with millions of slots a separate per-slot array is one more
+ * cache and TLB miss per hit (bench/origin/hit-path.ts).
  */
 export class SlotLists {
-  /** links[2n] = previous, links[2n + 1] = next, for node n (slots, then one sentinel per list). */
+  /** Node n at stride × n: previous, next, and when tagged, list and the owner's word. */
   #links = new Int32Array(0);
   #capacity = 0;
   readonly #lists: number;
+  readonly #stride: number;
 
-  constructor(lists: number, capacity = 16) {
+  constructor(lists: number, capacity = 16, tagged = false) {
     this.#lists = lists;
+    this.#stride = tagged ? 4 : 2;
     this.#resize(Math.max(1, capacity));
   }
 
@@ -31,32 +38,61 @@ export class SlotLists {
   /** The first (least recently pushed) slot of `list`, or -1 if the list is empty. */
   head(list: number): number {
     const sentinel = this.#capacity + list;
-    const first = this.#links[2 * sentinel + 1]!;
+    const first = this.#links[this.#stride * sentinel + 1]!;
     return first === sentinel ? -1 : first;
   }
 
   /** The slot after `slot` in its list, or -1 at the tail. */
   next(slot: number): number {
-    const following = this.#links[2 * slot + 1]!;
+    const following = this.#links[this.#stride * slot + 1]!;
     return following >= this.#capacity ? -1 : following;
+  }
+
+  /** Tagged lists: the list `slot` was last pushed to, or -1 if removed since (or never pushed). */
+  listOf(slot: number): number {
+    return this.#links[this.#stride * slot + 2]!;
+  }
+
+  /** Tagged lists: the owner's word of `slot`. */
+  word(slot: number): number {
+    return this.#links[this.#stride * slot + 3]!;
+  }
+
+  setWord(slot: number, value: number): void {
+    this.#links[this.#stride * slot + 3] = value;
+  }
+
+  /**
+   * Read `slot`'s node, or with `neighbours` the nodes before and after it, and return a value of
+   * them: a batch touches its nodes first so their memory misses overlap (HitBuffer).
+   */
+  touch(slot: number, neighbours: boolean): number {
+    const links = this.#links;
+    const stride = this.#stride;
+    if (!neighbours) return links[stride * slot]!;
+    return links[stride * links[stride * slot]!]! ^ links[stride * links[stride * slot + 1]! + 1]!;
   }
 
   pushTail(list: number, slot: number): void {
     const links = this.#links;
+    const stride = this.#stride;
     const sentinel = this.#capacity + list;
-    const last = links[2 * sentinel]!;
-    links[2 * slot] = last;
-    links[2 * slot + 1] = sentinel;
-    links[2 * last + 1] = slot;
-    links[2 * sentinel] = slot;
+    const last = links[stride * sentinel]!;
+    links[stride * slot] = last;
+    links[stride * slot + 1] = sentinel;
+    links[stride * last + 1] = slot;
+    links[stride * sentinel] = slot;
+    if (stride === 4) links[4 * slot + 2] = list;
   }
 
   remove(slot: number): void {
     const links = this.#links;
-    const before = links[2 * slot]!;
-    const after = links[2 * slot + 1]!;
-    links[2 * before + 1] = after;
-    links[2 * after] = before;
+    const stride = this.#stride;
+    const before = links[stride * slot]!;
+    const after = links[stride * slot + 1]!;
+    links[stride * before + 1] = after;
+    links[stride * after] = before;
+    if (stride === 4) links[4 * slot + 2] = -1;
   }
 
   moveToTail(list: number, slot: number): void {
@@ -66,17 +102,20 @@ export class SlotLists {
 
   /** Empty every list (slots keep stale links; they are rewritten on the next push). */
   clear(): void {
+    const stride = this.#stride;
     for (let list = 0; list < this.#lists; list++) {
       const sentinel = this.#capacity + list;
-      this.#links[2 * sentinel] = sentinel;
-      this.#links[2 * sentinel + 1] = sentinel;
+      this.#links[stride * sentinel] = sentinel;
+      this.#links[stride * sentinel + 1] = sentinel;
     }
+    if (stride === 4) for (let slot = 0; slot < this.#capacity; slot++) this.#links[4 * slot + 2] = -1;
   }
 
   #resize(capacity: number): void {
     const old = this.#links;
     const oldCapacity = this.#capacity;
-    const links = new Int32Array(2 * (capacity + this.#lists));
+    const stride = this.#stride;
+    const links = new Int32Array(stride * (capacity + this.#lists));
     this.#links = links;
     this.#capacity = capacity;
     if (oldCapacity === 0) {
@@ -88,9 +127,11 @@ export class SlotLists {
     for (let node = 0; node < oldCapacity + this.#lists; node++) {
       const target = node >= oldCapacity ? node + shift : node;
       for (let side = 0; side < 2; side++) {
-        const link = old[2 * node + side]!;
-        links[2 * target + side] = link >= oldCapacity ? link + shift : link;
+        const link = old[stride * node + side]!;
+        links[stride * target + side] = link >= oldCapacity ? link + shift : link;
       }
+      for (let word = 2; word < stride; word++) links[stride * target + word] = old[stride * node + word]!;
     }
+    for (let slot = oldCapacity; slot < capacity && stride === 4; slot++) links[4 * slot + 2] = -1;
   }
 }

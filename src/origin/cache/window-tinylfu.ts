@@ -1,5 +1,6 @@
 import { grownArray, grownCapacity } from "./capacity-growth.ts";
 import { FrequencySketch } from "./frequency-sketch.ts";
+import { HitBuffer } from "./hit-buffer.ts";
 import { SlotLists } from "./slot-lists.ts";
 import { WindowSizer } from "./window-sizer.ts";
 
@@ -7,7 +8,6 @@ import { WindowSizer } from "./window-sizer.ts";
 const WINDOW = 0;
 const PROBATION = 1;
 const PROTECTED = 2;
-const DETACHED = 3;
 
 // What a slot did before it reached its admission duel.
 const RETURNING = 1; // it is back soon after the filter rejected it
@@ -19,6 +19,8 @@ const PROTECTED_FRACTION = 0.8;
 const ADMIT_HASHDOS_THRESHOLD = 6;
 /** Bound on entries moved between segments per operation, so every operation stays O(1). */
 const QUEUE_TRANSFER_THRESHOLD = 1000;
+/** Hits applied together (HitBuffer): about as many memory misses as a core keeps in flight. */
+const HIT_BATCH = 32;
 /**
  * Until the cache has held more entries, size the sketch and ghosts for min(maximum, this) (the
  * default, for unit weights where `maximum` bounds the entries).
@@ -44,15 +46,15 @@ export type EvictListener = (slot: number) => void;
  * Why one file of about 430 lines: the three segments, their weights and the per-slot arrays are one
  * structure whose invariants (each slot in one list, each segment's weight the sum of its slots') every
  * operation maintains, on the hot path of every cache hit; the parts that need no such state are
- * already rooms of their own (FrequencySketch, WindowSizer, SlotLists). Caffeine keeps the same
+ * already rooms of their own (FrequencySketch, WindowSizer, SlotLists, HitBuffer). Caffeine keeps the same
  * policy in one class for the same reason.
  */
 export class WindowTinyLfu {
-  readonly #lists = new SlotLists(3);
-  #segment = new Uint8Array(16);
+  /** Tagged: a slot's segment is the list it is in, and its key hash is the owner's word. */
+  readonly #lists = new SlotLists(3, 16, true);
   #flags = new Uint8Array(16);
   #weight = new Float64Array(16);
-  #hash = new Int32Array(16);
+  readonly #hits: HitBuffer;
   readonly #sketch: FrequencySketch;
   #sizer: WindowSizer;
   readonly #onEvict: EvictListener;
@@ -79,6 +81,7 @@ export class WindowTinyLfu {
     this.#protectedMaximum = Math.floor(PROTECTED_FRACTION * (maximum - this.#windowMaximum));
     this.#expectedEntries = Math.max(1, expectedEntries);
     this.#sketch = new FrequencySketch(this.#expectedEntries);
+    this.#hits = new HitBuffer(HIT_BATCH, this.#lists, this.#sketch, (slot, hash) => this.#access(slot, hash));
     this.#sizer = new WindowSizer(maximum, this.#windowMaximum, this.#expectedEntries);
   }
 
@@ -93,8 +96,8 @@ export class WindowTinyLfu {
 
   /** Bytes of all its typed arrays (slot state, sketch, ghosts). */
   get byteSize(): number {
-    const perSlot = this.#segment.byteLength + this.#flags.byteLength + this.#weight.byteLength + this.#hash.byteLength;
-    return this.#lists.byteSize + perSlot + this.#sketch.byteSize + this.#sizer.byteSize;
+    const perSlot = this.#flags.byteLength + this.#weight.byteLength;
+    return this.#lists.byteSize + perSlot + this.#sketch.byteSize + this.#sizer.byteSize + this.#hits.byteSize;
   }
 
   /**
@@ -118,6 +121,7 @@ export class WindowTinyLfu {
    * maximum is as many entries, so byte weights do not change the policy's decisions.
    */
   calibrate(expectedEntries: number, weight: number): void {
+    this.#hits.apply();
     const fit = Math.floor(this.#maximum / weight);
     this.#windowMaximum = Math.min(this.#maximum, (fit - Math.floor((1 - INITIAL_WINDOW_FRACTION) * fit)) * weight);
     this.#protectedMaximum = Math.floor(PROTECTED_FRACTION * (this.#maximum - this.#windowMaximum));
@@ -128,7 +132,7 @@ export class WindowTinyLfu {
 
   /** The key hash a held (or just evicted) slot was added with. */
   hashOf(slot: number): number {
-    return this.#hash[slot]!;
+    return this.#lists.word(slot);
   }
 
   /**
@@ -137,6 +141,7 @@ export class WindowTinyLfu {
    */
   setMaximum(maximum: number): void {
     if (maximum === this.#maximum) return;
+    this.#hits.apply();
     const factor = this.#maximum > 0 ? maximum / this.#maximum : 1;
     this.#maximum = maximum;
     this.#windowMaximum = Math.floor(this.#windowMaximum * factor);
@@ -150,6 +155,7 @@ export class WindowTinyLfu {
    * else the window's. For memory pressure the weights did not foresee; false if nothing is held.
    */
   evictOne(): boolean {
+    this.#hits.apply();
     let slot = this.#lists.head(PROBATION);
     if (slot === -1) slot = this.#lists.head(PROTECTED);
     if (slot === -1) slot = this.#lists.head(WINDOW);
@@ -158,19 +164,19 @@ export class WindowTinyLfu {
     return true;
   }
 
-  /** A request found the slot. */
-  recordHit(slot: number): void {
-    this.#access(slot);
+  /** A request found the slot (`hash`: its key's, if the caller has it); applied in batches. */
+  recordHit(slot: number, hash = this.#lists.word(slot)): void {
+    this.#hits.push(slot, hash);
   }
 
   /** Take in a new slot (a miss being filled). May evict other slots, or this one (declined). */
   add(slot: number, hash: number, weight: number): void {
+    this.#hits.apply();
     this.#ensureSlots(slot + 1);
-    this.#hash[slot] = hash;
     this.#weight[slot] = weight;
     this.#flags[slot] = this.#sizer.onArrival(hash, weight) ? RETURNING : 0;
-    this.#segment[slot] = WINDOW;
     this.#lists.pushTail(WINDOW, slot);
+    this.#lists.setWord(slot, hash);
     this.#windowWeight += weight;
     this.#weightedSize += weight;
     this.#entries++;
@@ -185,24 +191,26 @@ export class WindowTinyLfu {
 
   /** A held slot's value was replaced: it has a new weight and counts as a request. May evict. */
   update(slot: number, weight: number): void {
+    this.#hits.apply();
     const delta = weight - this.#weight[slot]!;
     this.#weight[slot] = weight;
     this.#weightedSize += delta;
-    const segment = this.#segment[slot];
+    const segment = this.#lists.listOf(slot);
     if (segment === WINDOW) this.#windowWeight += delta;
     else if (segment === PROTECTED) this.#protectedWeight += delta;
-    this.#access(slot);
+    this.#access(slot, this.#lists.word(slot));
     this.#maintain();
   }
 
   /** Forget a held slot (deleted or expired); no eviction callback. */
   remove(slot: number): void {
+    this.#hits.apply();
     this.#detach(slot);
   }
 
   clear(): void {
+    this.#hits.clear();
     this.#lists.clear();
-    this.#segment.fill(DETACHED);
     this.#weightedSize = 0;
     this.#windowWeight = 0;
     this.#protectedWeight = 0;
@@ -211,9 +219,9 @@ export class WindowTinyLfu {
     this.#sizer.clear();
   }
 
-  #access(slot: number): void {
-    this.#sketch.increment(this.#hash[slot]!);
-    const segment = this.#segment[slot];
+  #access(slot: number, hash: number): void {
+    this.#sketch.increment(hash);
+    const segment = this.#lists.listOf(slot);
     if (segment === WINDOW) {
       this.#flags[slot]! |= WINDOW_HIT;
       this.#lists.moveToTail(WINDOW, slot);
@@ -224,7 +232,6 @@ export class WindowTinyLfu {
     } else {
       // Promotion; the protected segment's overflow is demoted in #maintain.
       this.#lists.moveToTail(PROTECTED, slot);
-      this.#segment[slot] = PROTECTED;
       this.#protectedWeight += this.#weight[slot]!;
     }
   }
@@ -246,7 +253,6 @@ export class WindowTinyLfu {
       const weight = this.#weight[slot]!;
       if (weight !== 0) {
         this.#lists.moveToTail(PROBATION, slot);
-        this.#segment[slot] = PROBATION;
         this.#windowWeight -= weight;
         if (first === -1) first = slot;
       }
@@ -319,20 +325,20 @@ export class WindowTinyLfu {
   #admit(candidate: number, victim: number): boolean {
     const flags = this.#flags[candidate]!;
     if ((flags & WINDOW_HIT) !== 0) return true;
-    const victimFrequency = this.#sketch.frequency(this.#hash[victim]!);
-    const candidateFrequency = this.#sketch.frequency(this.#hash[candidate]!) + (flags & RETURNING);
+    const victimFrequency = this.#sketch.frequency(this.#lists.word(victim));
+    const candidateFrequency = this.#sketch.frequency(this.#lists.word(candidate)) + (flags & RETURNING);
     if (candidateFrequency > victimFrequency) return true;
     if (candidateFrequency >= ADMIT_HASHDOS_THRESHOLD) return (this.#nextRandom() & 127) === 0;
     return false;
   }
 
   #reject(slot: number): void {
-    this.#sizer.recordRejected(this.#hash[slot]!);
+    this.#sizer.recordRejected(this.#lists.word(slot));
     this.#evict(slot);
   }
 
   #evictVictim(slot: number): void {
-    this.#sizer.recordEvicted(this.#hash[slot]!);
+    this.#sizer.recordEvicted(this.#lists.word(slot));
     this.#evict(slot);
   }
 
@@ -356,10 +362,9 @@ export class WindowTinyLfu {
       const weight = this.#weight[slot]!;
       if (quota < weight) break;
       quota -= weight;
-      if (this.#segment[slot] === PROTECTED) this.#protectedWeight -= weight;
+      if (this.#lists.listOf(slot) === PROTECTED) this.#protectedWeight -= weight;
       this.#windowWeight += weight;
       this.#lists.moveToTail(WINDOW, slot);
-      this.#segment[slot] = WINDOW;
     }
     // Space that no entry moved with goes back to the main space.
     this.#protectedMaximum += quota;
@@ -379,7 +384,6 @@ export class WindowTinyLfu {
       quota -= weight;
       this.#windowWeight -= weight;
       this.#lists.moveToTail(PROBATION, slot);
-      this.#segment[slot] = PROBATION;
     }
     this.#protectedMaximum -= quota;
     this.#windowMaximum += quota;
@@ -390,7 +394,6 @@ export class WindowTinyLfu {
       const slot = this.#lists.head(PROTECTED);
       if (slot === -1) break;
       this.#lists.moveToTail(PROBATION, slot);
-      this.#segment[slot] = PROBATION;
       this.#protectedWeight -= this.#weight[slot]!;
     }
   }
@@ -402,23 +405,20 @@ export class WindowTinyLfu {
 
   #detach(slot: number): void {
     const weight = this.#weight[slot]!;
-    const segment = this.#segment[slot];
+    const segment = this.#lists.listOf(slot);
     if (segment === WINDOW) this.#windowWeight -= weight;
     else if (segment === PROTECTED) this.#protectedWeight -= weight;
     this.#lists.remove(slot);
-    this.#segment[slot] = DETACHED;
     this.#weightedSize -= weight;
     this.#entries--;
   }
 
   #ensureSlots(count: number): void {
-    if (count <= this.#segment.length) return;
-    const capacity = grownCapacity(this.#segment.length, count);
+    if (count <= this.#flags.length) return;
+    const capacity = grownCapacity(this.#flags.length, count);
     this.#lists.ensureCapacity(capacity);
-    this.#segment = grownArray(this.#segment, capacity);
     this.#flags = grownArray(this.#flags, capacity);
     this.#weight = grownArray(this.#weight, capacity);
-    this.#hash = grownArray(this.#hash, capacity);
   }
 
   /** xorshift32, for the rare random admission that defeats hash flooding of the sketch. */

@@ -144,6 +144,8 @@ const DEFAULT_SETTINGS: Record<string, string> = {
 };
 
 const isRoot = () => process.getuid?.() === 0;
+// runuser lives in /usr/sbin, which a non-login root shell's PATH may lack (CI runners, `sudo -E`).
+const RUNUSER = ["/usr/sbin/runuser", "/sbin/runuser", "/usr/bin/runuser", "/bin/runuser"].find((path) => existsSync(path)) ?? "runuser";
 interface ClusterEntry {
   dataDir: string;
   dir: string;
@@ -183,7 +185,7 @@ export async function startThrowawayPostgres(options: ThrowawayPostgresOptions =
   installExitHook();
 
   const run = (command: string, args: string[], timeoutMs = 60_000) =>
-    exec(asPostgres ? "runuser" : join(bin, command), asPostgres ? ["-u", "postgres", "--", join(bin, command), ...args] : args, {
+    exec(asPostgres ? RUNUSER : join(bin, command), asPostgres ? ["-u", "postgres", "--", join(bin, command), ...args] : args, {
       cwd: dir,
       timeoutMs,
     });
@@ -191,7 +193,10 @@ export async function startThrowawayPostgres(options: ThrowawayPostgresOptions =
   try {
     if (owner) {
       chownSync(dir, owner.uid, owner.gid);
-      const reachable = spawnSync("runuser", ["-u", "postgres", "--", "test", "-w", dir], { stdio: "ignore" });
+      const reachable = spawnSync(RUNUSER, ["-u", "postgres", "--", "test", "-w", dir], { stdio: "ignore" });
+      if (reachable.error !== undefined) {
+        throw new Error(`cannot run runuser (${reachable.error.message}): as root, the cluster runs as the postgres user through runuser (util-linux)`);
+      }
       if (reachable.status !== 0) {
         throw new Error(
           `the postgres OS user cannot write ${dir} (a parent directory is closed to it); ` + `pass baseDir or set TMPDIR to a directory it can reach, such as /tmp`,
@@ -419,7 +424,7 @@ function stopSync(entry: { dataDir: string; bin: string }): void {
   if (!existsSync(join(entry.dataDir, "postmaster.pid"))) return;
   const pgCtl = join(entry.bin, "pg_ctl");
   const args = ["-D", entry.dataDir, "-m", "immediate", "-w", "-t", "30", "stop"];
-  spawnSync(isRoot() ? "runuser" : pgCtl, isRoot() ? ["-u", "postgres", "--", pgCtl, ...args] : args, {
+  spawnSync(isRoot() ? RUNUSER : pgCtl, isRoot() ? ["-u", "postgres", "--", pgCtl, ...args] : args, {
     stdio: "ignore",
     env: childEnv(),
     cwd: "/",
@@ -460,7 +465,7 @@ function installExitHook(): void {
  */
 function startWatchdog(dir: string, dataDir: string, bin: string): ChildProcess | undefined {
   const pgCtl = join(bin, "pg_ctl");
-  const stop = [...(isRoot() ? ["runuser", "-u", "postgres", "--"] : []), pgCtl, "-D", dataDir, "-m", "immediate", "-w", "-t", "30", "stop"];
+  const stop = [...(isRoot() ? [RUNUSER, "-u", "postgres", "--"] : []), pgCtl, "-D", dataDir, "-m", "immediate", "-w", "-t", "30", "stop"];
   const script = 'parent=$1; dir=$2; shift 2; while kill -0 "$parent" 2>/dev/null; do sleep 1; done; "$@" >/dev/null 2>&1; rm -rf "$dir"';
   try {
     const child = spawn("/bin/sh", ["-c", script, "slim-edge-pg-watchdog", String(process.pid), dir, ...stop], {

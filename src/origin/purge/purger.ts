@@ -14,6 +14,7 @@
 // after the cut go by tag as before. At most one take is held in memory, the rest stays durable in the store,
 // so nothing is dropped. A failing wide purge is retried like any call (state `fallback`, or `refused` with the
 // fix) until accepted. The log gets a line per state change, on entering the fallback and for verify(), never per call.
+// The loop and its states stay in one file (a few lines over 300): every transition reads against the others.
 
 import { ALL_ITEMS_TAG } from "../../shared/cache-tag.ts";
 import { type PurgeApi, type PurgeOutcome, VERIFY_TAG } from "./cloudflare-purge-api.ts";
@@ -135,8 +136,7 @@ export class Purger {
       this.#log(`purge: verified: Cloudflare accepted a purge for this zone (tag ${VERIFY_TAG}, which no entry carries)`);
       this.#succeeded("the token works again");
     } else if (outcome.kind === "refused") {
-      // No "retrying" here: a refusal at start stops the start (leader-duties.ts), so say only what was refused.
-      this.#noteFailure(outcome, true);
+      this.#noteFailure(outcome, true); // quiet: a refusal at start stops the start (leader-duties.ts), no retry
       this.#log(`purge: REFUSED by Cloudflare at start: ${outcome.detail}`);
     } else this.#log(`purge: could not verify the token at start (${outcome.detail}); the purger keeps trying`);
     return outcome;

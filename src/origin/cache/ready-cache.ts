@@ -4,6 +4,7 @@
 // benchmark's TTL replay use it as their baseline.
 import { ExpiryQueue } from "./expiry-queue.ts";
 import { hashKey } from "./key-hash.ts";
+import type { SlabCacheStats } from "./slab-cache-stats.ts";
 import { WindowTinyLfu } from "./window-tinylfu.ts";
 
 export interface ReadyCacheOptions {
@@ -15,16 +16,8 @@ export interface ReadyCacheOptions {
   now?: () => number;
 }
 
-export interface ReadyCacheStats {
-  hits: number;
-  misses: number;
-  /** Entries the policy dropped to stay within `maxBytes` (not deletes, not expiries). */
-  evictions: number;
-  /** Entries dropped because their TTL ran out. */
-  expirations: number;
-  entries: number;
-  bytes: number;
-}
+/** The slab cache's counters, without what only slabs have (allocated buffers). */
+export type ReadyCacheStats = Omit<SlabCacheStats, "allocatedBytes">;
 
 const HASH_SEED = 0x5eed;
 /**

@@ -3,6 +3,7 @@
 // the tables, and the verdict on issue 12's targets. Pure: tested in test/node/bench-origin-scale.test.ts.
 
 import { median } from "../lib/stats.ts";
+import type { ScaleArgs } from "./scale-args.ts";
 import { gcSecondsPerMinute, pairedRatios, per1000, perEntryAbove } from "./stats.ts";
 
 export type PathName = "304" | "200";
@@ -86,18 +87,7 @@ export interface ScaleResult {
   command: string;
   seconds: number;
   machine: { node: string; cpus: number; cpuModel: string; memoryBytes: number; loadAverageAtStart: number[]; loadAverageAtEnd: number[]; pinning: string };
-  settings: {
-    ids: "uniform" | "zipf";
-    zipfS: number;
-    rounds: number;
-    durationMs: number;
-    warmupMs: number;
-    connections: number;
-    warmConnections: number;
-    warmPipeline: number;
-    churnMs: number;
-    unknown: number;
-  };
+  settings: Pick<ScaleArgs, "ids" | "zipfS" | "rounds" | "durationMs" | "warmupMs" | "connections" | "warmConnections" | "warmPipeline" | "churnMs" | "unknown">;
   sizes: SizeResult[];
   /** Sizes that were not measured, and why (refused by the origin, or more than the machine holds). */
   refused: { entries: number; reason: string }[];

@@ -6,9 +6,10 @@
 //
 // and a cached 404 as no bytes at all. The 304 comes first, beside the record's header and key that the
 // lookup has just read: with millions of entries the cached 304 path then reads no other part of the
-// record (a cache line further on, or another page, is one more miss per request). `get` answers with one reused view over those bytes (strings are
-// made only for what the answer needs), valid until the next change to the cache: answer from it at once
-// (synchronously) and never keep it; `keep` makes a copy that outlives the cache's next change.
+// record (a cache line further on, or another page, is one more miss per request). `get` answers with one
+// reused view over those bytes (strings are made only for what the answer needs), valid until the next
+// change to the cache: answer from it at once (synchronously) and never keep it; `keep` makes a copy that
+// outlives the cache's next change.
 
 import { SlabCache, type SlabCacheStats } from "../cache/slab-cache.ts";
 import { MISSING, type ItemEntry, type ReadyEntry } from "../http/wire.ts";

@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { createHistogram } from "node:perf_hooks";
 import { prng } from "../lib/random.ts";
+import { hotSet } from "./hot-set.ts";
 import { zipfSequence } from "./zipf.ts";
 
 /** Which ids the requests name: `first` … `first + count - 1`. */
@@ -16,6 +17,11 @@ export type IdDraw =
   | { kind: "zipf"; first: number; count: number; s: number }
   /** Uniformly at random. */
   | { kind: "uniform"; first: number; count: number }
+  /**
+   * Uniformly at random among `size` ids picked at random (by `seed`) from the range: a small working
+   * set scattered over a large id space. The whole range when `size` ≥ `count`.
+   */
+  | { kind: "sample"; first: number; count: number; size: number; seed: number }
   /** Each id once, in order; the run ends when every one is answered (warm-ups, scans). */
   | { kind: "each"; first: number; count: number };
 
@@ -100,6 +106,11 @@ function idSequence(): Float64Array | Int32Array {
     case "uniform": {
       const random = prng(spec.seed);
       return Float64Array.from({ length: SEQUENCE_LENGTH }, () => draw.first + Math.floor(random() * draw.count));
+    }
+    case "sample": {
+      const set = hotSet(draw.first, draw.count, draw.size, draw.seed);
+      const random = prng(spec.seed);
+      return Float64Array.from({ length: SEQUENCE_LENGTH }, () => set[Math.floor(random() * set.length)]!);
     }
   }
 }

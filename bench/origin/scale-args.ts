@@ -7,9 +7,16 @@ export const SCALE_USAGE = `usage: npm run bench:origin -- --scale [options]
 
   --sizes LIST          entries cached per origin, comma-separated; the smallest is the baseline the
                         others are compared with (k and M suffixes: 1k, 1M)   default 1000,1M,5M,10M
-  --ids uniform|zipf    how the measured requests pick among the cached ids   default uniform
-  --zipf S              Zipf exponent with --ids zipf                        default 0.93
-  --rounds N            interleaved rounds of every size and path            default 7
+  --ids LIST            how the measured requests pick among the cached ids, one measurement
+                        per workload listed (comma-separated):               default hot,uniform
+                          hot      uniformly among as many ids as the smallest size caches,
+                                   picked at random over the cached ids (the same working set
+                                   on every origin: what holding more entries costs a request)
+                          uniform  uniformly over every cached id (every hit a different entry:
+                                   what touching more entries costs, memory latency included)
+                          zipf     Zipf(S) over every cached id, hot ids scattered
+  --zipf S              Zipf exponent of the zipf workload                   default 0.93
+  --rounds N            interleaved rounds of every size, workload and path  default 7
   --duration S          seconds measured per run                             default 2
   --warmup S            seconds of load before each measured run             default 0.5
   --connections N       keep-alive connections of the measured runs          default 50
@@ -26,9 +33,14 @@ export const SCALE_USAGE = `usage: npm run bench:origin -- --scale [options]
                         sizes this machine refuses, and start nothing
 `;
 
+/** How the measured requests pick ids (see SCALE_USAGE). */
+export type Workload = "hot" | "uniform" | "zipf";
+export const WORKLOADS: readonly Workload[] = ["hot", "uniform", "zipf"];
+
 export interface ScaleArgs {
   sizes: number[];
-  ids: "uniform" | "zipf";
+  /** Measured in this order; never empty, no repeats. */
+  ids: Workload[];
   zipfS: number;
   rounds: number;
   durationMs: number;
@@ -57,6 +69,19 @@ export function parseCount(text: string): number | undefined {
   const scale = m[2] === "" ? 1 : m[2]!.toLowerCase() === "k" ? 1e3 : 1e6;
   const n = Math.round(Number(m[1]!.replaceAll("_", "")) * scale * 1e6) / 1e6;
   return Number.isSafeInteger(n) ? n : undefined;
+}
+
+/** `--ids`: distinct workloads, in the order given. */
+export function parseWorkloads(text: string): Workload[] {
+  const workloads: Workload[] = [];
+  for (const part of text.split(",")) {
+    const name = part.trim();
+    const workload = WORKLOADS.find((w) => w === name);
+    if (workload === undefined) throw new ScaleArgsError(`--ids: ${JSON.stringify(name)} is not a workload; use one or more of ${WORKLOADS.join(", ")} (e.g. hot,uniform)`);
+    if (workloads.includes(workload)) throw new ScaleArgsError(`--ids: ${workload} is listed twice`);
+    workloads.push(workload);
+  }
+  return workloads;
 }
 
 /** `--sizes`: distinct whole numbers within 1…MAX_SIZE, returned in ascending order. */
@@ -90,7 +115,7 @@ export function parseScaleArgs(argv: readonly string[]): ScaleArgs {
         scale: { type: "boolean", default: false },
         help: { type: "boolean", short: "h", default: false },
         sizes: { type: "string", default: "1000,1M,5M,10M" },
-        ids: { type: "string", default: "uniform" },
+        ids: { type: "string", default: "hot,uniform" },
         zipf: { type: "string", default: "0.93" },
         rounds: { type: "string", default: "7" },
         duration: { type: "string", default: "2" },
@@ -109,10 +134,9 @@ export function parseScaleArgs(argv: readonly string[]): ScaleArgs {
   } catch (error) {
     throw new ScaleArgsError((error as Error).message);
   }
-  if (values.ids !== "uniform" && values.ids !== "zipf") throw new ScaleArgsError(`--ids must be uniform or zipf, got ${JSON.stringify(values.ids)}`);
   return {
     sizes: parseSizes(values.sizes),
-    ids: values.ids,
+    ids: parseWorkloads(values.ids),
     zipfS: positive("zipf", values.zipf, false),
     rounds: positive("rounds", values.rounds, true),
     durationMs: positive("duration", values.duration, false) * 1000,

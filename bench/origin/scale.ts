@@ -5,8 +5,9 @@
 //      membership filter, and its cache (CACHE_MAX_BYTES sized for N, scale-sizing.ts) is warmed by
 //      reading ids 1…N once over pipelined keep-alive connections
 //   2. memory: heap used after two forced full GCs (inspector-gc.ts), RSS, the cache's own counts
-//   3. throughput: interleaved rounds of every size × {304 with If-None-Match, 200}, ids drawn over
-//      the cached ids; medians and per-round ratios to the smallest size
+//   3. throughput: interleaved rounds of every size × workload (--ids: a hot set as small as the
+//      smallest cache, or every cached id) × {304 with If-None-Match, 200}; medians and per-round
+//      ratios to the smallest size
 //   4. unknown ids: an enumeration scan past the end of each store, and of the largest store on an
 //      origin with ID_FILTER_CAPACITY=0 (the "before"); store reads per 1,000 requests
 //   5. churn: ids drawn over the whole store (twice the cache) on each size in turn, GC time per minute
@@ -24,7 +25,7 @@ import { Children, waitForLine } from "./children.ts";
 import { collectGarbage, INSPECT_FLAG, INSPECTOR_CHATTER } from "./inspector-gc.ts";
 import type { IdDraw, LoadSpec } from "./loadgen.ts";
 import { scrape, sumOf, type Samples } from "./prom-text.ts";
-import { parseScaleArgs, SCALE_USAGE, ScaleArgsError, type ScaleArgs } from "./scale-args.ts";
+import { parseScaleArgs, SCALE_USAGE, ScaleArgsError, type ScaleArgs, type Workload } from "./scale-args.ts";
 import { planSizes, type SizePlan } from "./scale-plan.ts";
 import {
   formatBytes,
@@ -32,9 +33,9 @@ import {
   renderReport,
   type ChurnResult,
   type MemorySnapshot,
-  type PathName,
   type PathRuns,
   type ScaleResult,
+  type Throughput,
   type SizeSetup,
   type UnknownScan,
 } from "./scale-report.ts";
@@ -55,6 +56,27 @@ const log = (line: string) => process.stderr.write(`${NAME}: ${line}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const short = (n: number) => (n >= 1e6 && n % 1e6 === 0 ? `${n / 1e6}M` : n >= 1e3 && n % 1e3 === 0 ? `${n / 1e3}k` : String(n));
 const each = (first: number, count: number): IdDraw => ({ kind: "each", first, count });
+/** The same hot set on every round (its own seed); the draws among it change with the round's seed. */
+const HOT_SET_SEED = 7;
+function idDraw(workload: Workload, entries: number, hotSize: number, zipfS: number): IdDraw {
+  switch (workload) {
+    case "hot":
+      return { kind: "sample", first: 1, count: entries, size: hotSize, seed: HOT_SET_SEED };
+    case "uniform":
+      return { kind: "uniform", first: 1, count: entries };
+    case "zipf":
+      return { kind: "zipf", first: 1, count: entries, s: zipfS };
+  }
+}
+/** Anonymous memory the kernel backs with huge pages (AnonHugePages), or null where /proc cannot say. */
+function hugePageBytes(pid: number | undefined): number | null {
+  try {
+    const m = /^AnonHugePages:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "latin1"));
+    return m === null ? null : Number(m[1]) * 1024;
+  } catch {
+    return null;
+  }
+}
 const delta = (a: Samples, b: Samples, name: string) => sumOf(b, name) - sumOf(a, name);
 const value = (s: Samples, name: string) => s.get(name) ?? Number.NaN;
 
@@ -109,6 +131,9 @@ class ScaleRun {
         ORIGIN_TOKEN: TOKEN,
         CACHE_MAX_BYTES: String(cacheMaxBytes),
         SEED_SAMPLE_ITEMS: String(storeItems),
+        // `GLIBC_TUNABLES=glibc.malloc.hugetlb=1 npm run bench:origin -- --scale` measures the origins with
+        // transparent huge pages where the kernel gives them only on request (docs/benchmarks.md).
+        ...(process.env["GLIBC_TUNABLES"] ? { GLIBC_TUNABLES: process.env["GLIBC_TUNABLES"] } : {}),
       },
       stderrPrefix: `origin ${short(entries)}`,
       stderrQuiet: INSPECTOR_CHATTER,
@@ -182,39 +207,40 @@ class ScaleRun {
       allocatedBytes: value(s, "origin_cache_allocated_bytes"),
       cacheBytes: value(s, "origin_cache_bytes"),
       filterBytes: value(s, "origin_filter_bytes"),
+      hugePageBytes: hugePageBytes(o.child.pid),
     };
     log(`${short(o.entries)}: heap used ${formatBytes(m.heapUsed)} (settled ${formatBytes(m.heapUsedSettled)}), RSS ${formatBytes(m.rss)}, cache ${formatBytes(m.allocatedBytes)} allocated`);
     return m;
   }
 
   /** Every origin × path once per round, the order rotated each round. */
-  async rounds(origins: readonly Origin[]): Promise<Map<Origin, Record<PathName, PathRuns>>> {
+  async rounds(origins: readonly Origin[]): Promise<Map<Origin, Throughput<PathRuns>>> {
     const { args } = this;
-    const runs = new Map<Origin, Record<PathName, PathRuns>>();
-    for (const o of origins) {
-      const empty = (): PathRuns => ({ rps: [], p50us: [], p99us: [], serverCpu: [], loadgenCpu: [] });
-      runs.set(o, { "304": empty(), "200": empty() });
-    }
-    const targets = origins.flatMap((o) => PATHS.map((path) => ({ o, path })));
+    const runs = new Map<Origin, Throughput<PathRuns>>();
+    const empty = (): PathRuns => ({ rps: [], p50us: [], p99us: [], serverCpu: [], loadgenCpu: [] });
+    for (const o of origins) runs.set(o, Object.fromEntries(args.ids.map((w) => [w, { "304": empty(), "200": empty() }])));
+    // The hot set is as large as the smallest origin's cache: the same working set on every origin.
+    const hotSize = Math.min(...origins.map((o) => o.entries));
+    const targets = origins.flatMap((o) => args.ids.flatMap((workload) => PATHS.map((path) => ({ o, workload, path }))));
     const before = await Promise.all(origins.map((o) => this.metrics(o)));
     for (let round = 0; round < args.rounds; round++) {
       for (let i = 0; i < targets.length; i++) {
-        const { o, path } = targets[(i + round) % targets.length]!;
+        const { o, workload, path } = targets[(i + round) % targets.length]!;
         const r = await this.children.loadgen({
           ...this.base,
           port: o.port,
           connections: args.connections,
           mode: path,
           ifNoneMatch: o.etag,
-          ids: args.ids === "uniform" ? { kind: "uniform", first: 1, count: o.entries } : { kind: "zipf", first: 1, count: o.entries, s: args.zipfS },
+          ids: idDraw(workload, o.entries, hotSize, args.zipfS),
           seed: 42 + round,
           warmupMs: args.warmupMs,
           durationMs: args.durationMs,
           serverPid: o.child.pid!,
         });
         const unexpected = Object.keys(r.statuses).filter((s) => s !== path);
-        if (r.errors > 0 || unexpected.length > 0) throw new Error(`${short(o.entries)} ${path}: expected only ${path}s, got ${JSON.stringify(r.statuses)} and ${r.errors} errors`);
-        const into = runs.get(o)![path];
+        if (r.errors > 0 || unexpected.length > 0) throw new Error(`${short(o.entries)} ${workload} ${path}: expected only ${path}s, got ${JSON.stringify(r.statuses)} and ${r.errors} errors`);
+        const into = runs.get(o)![workload]![path];
         into.rps.push(r.rps);
         into.p50us.push(r.p50us);
         into.p99us.push(r.p99us);
@@ -222,7 +248,7 @@ class ScaleRun {
         into.loadgenCpu.push(r.loadgenCpu);
         const disturbed = r.serverCpu !== null && r.serverCpu < BUSY_SERVER ? " (server short of CPU: other processes on its core)" : "";
         log(
-          `round ${round + 1}/${args.rounds} ${short(o.entries)} ${path}: ${r.rps.toFixed(0)} req/s, p50 ${r.p50us.toFixed(0)} µs, p99 ${r.p99us.toFixed(0)} µs, ` +
+          `round ${round + 1}/${args.rounds} ${short(o.entries)} ${workload} ${path}: ${r.rps.toFixed(0)} req/s, p50 ${r.p50us.toFixed(0)} µs, p99 ${r.p99us.toFixed(0)} µs, ` +
             `server CPU ${((r.serverCpu ?? 0) * 100).toFixed(0)}%, generator CPU ${(r.loadgenCpu * 100).toFixed(0)}%${disturbed}`,
         );
       }
@@ -433,7 +459,7 @@ async function main(children: Children, args: ScaleArgs): Promise<void> {
       churnMs: args.churnMs,
       unknown: args.unknown,
     },
-    sizes: origins.map((o) => ({ setup: o.setup, memory: memory.get(o)!, paths: runs.get(o)!, churn: churn.get(o)!, unknown: unknown.get(o)! })),
+    sizes: origins.map((o) => ({ setup: o.setup, memory: memory.get(o)!, throughput: runs.get(o)!, churn: churn.get(o)!, unknown: unknown.get(o)! })),
     refused,
     unknownWithoutFilter,
   };

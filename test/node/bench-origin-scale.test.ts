@@ -1,6 +1,7 @@
 // bench:origin --scale, its pure parts: medians and ratios over rounds, /metrics parsing, the command line, which
 // sizes a machine can hold, CACHE_MAX_BYTES for N entries, and the report's figures and target verdicts.
 import { describe, expect, it } from "vitest";
+import { hotSet } from "../../bench/origin/hot-set.ts";
 import { metricName, parsePromText, sumOf } from "../../bench/origin/prom-text.ts";
 import { MAX_SIZE, parseCount, parseScaleArgs, parseSizes, ScaleArgsError } from "../../bench/origin/scale-args.ts";
 import { DISK_BYTES_PER_ITEM, filterBytes, planSizes, PROCESS_BYTES } from "../../bench/origin/scale-plan.ts";
@@ -103,10 +104,12 @@ describe("command line", () => {
   it("has the documented defaults and names the option it refuses", () => {
     const args = parseScaleArgs(["--scale"]);
     expect(args.sizes).toEqual([1000, 1_000_000, 5_000_000, 10_000_000]);
-    expect(args).toMatchObject({ ids: "uniform", rounds: 7, durationMs: 2000, churnMs: 20_000, unknown: 50_000, timeLimitMs: 30 * 60_000, dryRun: false });
-    expect(parseScaleArgs(["--scale", "--sizes", "1000,100000", "--ids", "zipf"])).toMatchObject({ sizes: [1000, 100_000], ids: "zipf" });
+    expect(args).toMatchObject({ ids: ["hot", "uniform"], rounds: 7, durationMs: 2000, churnMs: 20_000, unknown: 50_000, timeLimitMs: 30 * 60_000, dryRun: false });
+    expect(parseScaleArgs(["--scale", "--sizes", "1000,100000", "--ids", "zipf"])).toMatchObject({ sizes: [1000, 100_000], ids: ["zipf"] });
+    expect(parseScaleArgs(["--scale", "--ids", "uniform, hot"]).ids).toEqual(["uniform", "hot"]);
+    expect(() => parseScaleArgs(["--scale", "--ids", "hot,hot"])).toThrow(/--ids: hot is listed twice/);
     expect(() => parseScaleArgs(["--scale", "--rounds", "2.5"])).toThrow(/--rounds/);
-    expect(() => parseScaleArgs(["--scale", "--ids", "random"])).toThrow(/--ids/);
+    expect(() => parseScaleArgs(["--scale", "--ids", "random"])).toThrow(/--ids: "random" is not a workload; use one or more of hot, uniform, zipf/);
     expect(() => parseScaleArgs(["--scale", "--bogus"])).toThrow(ScaleArgsError);
   });
 });
@@ -155,10 +158,14 @@ describe("CACHE_MAX_BYTES for N sample items", () => {
 
 describe("report", () => {
   const runs = (rps: number[], p99: number[]): PathRuns => ({ rps, p50us: p99.map((p) => p / 3), p99us: p99, serverCpu: rps.map(() => 0.98), loadgenCpu: rps.map(() => 0.9) });
-  const size = (entries: number, o: { rps: number[]; p99: number[]; heap: number; rss: number; reads: number }): SizeResult => ({
+  /** The uniform workload runs at `uniform` times the hot set's rate (1 by default). */
+  const size = (entries: number, o: { rps: number[]; p99: number[]; heap: number; rss: number; reads: number; uniform?: number }): SizeResult => ({
     setup: { entries, storeItems: 2 * entries, cacheMaxBytes: entries * 360, seeded: true, startSeconds: 1, filterSeconds: 1, warmSeconds: 1, cached: entries },
-    memory: { heapUsedSettled: o.heap * 1.2, heapUsed: o.heap, gcForced: true, rss: o.rss, entries, allocatedBytes: entries * 330, cacheBytes: entries * 300, filterBytes: 1.3 * 4 * entries },
-    paths: { "304": runs(o.rps, o.p99), "200": runs(o.rps.map((r) => r * 0.9), o.p99) },
+    memory: { heapUsedSettled: o.heap * 1.2, heapUsed: o.heap, gcForced: true, rss: o.rss, entries, allocatedBytes: entries * 330, cacheBytes: entries * 300, filterBytes: 1.3 * 4 * entries, hugePageBytes: entries * 300 },
+    throughput: {
+      hot: { "304": runs(o.rps, o.p99), "200": runs(o.rps.map((r) => r * 0.9), o.p99) },
+      uniform: { "304": runs(o.rps.map((r) => r * (o.uniform ?? 1)), o.p99), "200": runs(o.rps.map((r) => r * 0.9 * (o.uniform ?? 1)), o.p99) },
+    },
     churn: {
       seconds: 20,
       requests: 800_000,
@@ -184,19 +191,22 @@ describe("report", () => {
     command: "npm run bench:origin -- --scale",
     seconds: 900,
     machine: { node: "v22", cpus: 2, cpuModel: "cpu", memoryBytes: 24 * 2 ** 30, loadAverageAtStart: [1, 1, 1], loadAverageAtEnd: [1, 1, 1], pinning: "pinned" },
-    settings: { ids: "uniform", zipfS: 0.93, rounds: 3, durationMs: 2000, warmupMs: 500, connections: 50, warmConnections: 4, warmPipeline: 256, churnMs: 20_000, unknown: 50_000 },
+    settings: { ids: ["hot", "uniform"], zipfS: 0.93, rounds: 3, durationMs: 2000, warmupMs: 500, connections: 50, warmConnections: 4, warmPipeline: 256, churnMs: 20_000, unknown: 50_000 },
     sizes: [size(1000, { rps: [100, 50, 100], p99: [1000, 2000, 1000], heap: 10 * MiB, rss: 120 * MiB, reads: 0 }), target],
     refused: [{ entries: 10_000_000, reason: "needs more memory" }],
     unknownWithoutFilter: { requests: 50_000, storeReads: 50_000, rejections: 0, statuses: { "404": 50_000 } },
   });
 
   it("derives ratios per round and RSS per entry without the filter", () => {
-    const r = result(size(5_000_000, { rps: [96, 47, 90], p99: [1100, 2500, 1300], heap: 12 * MiB, rss: 120 * MiB + 5_000_000 * 340, reads: 100 }));
+    const r = result(size(5_000_000, { rps: [96, 47, 90], p99: [1100, 2500, 1300], heap: 12 * MiB, rss: 120 * MiB + 5_000_000 * 340, reads: 100, uniform: 0.5 }));
     const [base, big] = summarise(r.sizes);
-    expect(base!.paths["304"].rpsRatio).toBe(1);
-    expect(big!.paths["304"].rpsRatio).toBeCloseTo(0.94); // ratios 0.96, 0.94, 0.90
-    expect(big!.paths["304"].p99Ratio).toBeCloseTo(1.25); // ratios 1.1, 1.25, 1.3
-    expect(big!.paths["304"].rps).toBe(90);
+    expect(base!.throughput.hot!["304"].rpsRatio).toBe(1);
+    expect(big!.throughput.hot!["304"].rpsRatio).toBeCloseTo(0.94); // ratios 0.96, 0.94, 0.90
+    expect(big!.throughput.hot!["304"].p99Ratio).toBeCloseTo(1.25); // ratios 1.1, 1.25, 1.3
+    expect(big!.throughput.hot!["304"].rps).toBe(90);
+    // Each workload against the baseline's runs of the same workload.
+    expect(big!.throughput.uniform!["304"].rpsRatio).toBeCloseTo(0.47);
+    expect(big!.throughput.uniform!["200"].rps).toBeCloseTo(40.5);
     const filterGrowth = 1.3 * 4 * (5_000_000 - 1000);
     expect(big!.rssPerEntry).toBeCloseTo((5_000_000 * 340 - filterGrowth) / (5_000_000 - 1000));
     expect(big!.allocatedPerEntry).toBe(330);
@@ -210,16 +220,26 @@ describe("report", () => {
   it("checks issue 12's targets at 5M entries", () => {
     const met = checkTargets(result(size(5_000_000, { rps: [99, 50, 97], p99: [1100, 2100, 1150], heap: 200 * MiB, rss: 2e9, reads: 400 })));
     expect(met.at).toBe(5_000_000);
-    expect(met.checks.map((c) => c.met)).toEqual([true, true, true, true, true, true, true]);
-    expect(met.checks[5]!.measured).toBe("8.0");
+    expect(met.checks.map((c) => c.met)).toEqual(Array(11).fill(true));
+    expect(met.checks[9]!.measured).toBe("8.0");
     const missed = checkTargets(result(size(5_000_000, { rps: [90, 45, 92], p99: [1300, 2100, 1300], heap: 300 * MiB, rss: 2e9, reads: 600 })));
     expect(missed.checks.filter((c) => !c.met).map((c) => c.name)).toEqual([
       "V8 heap used (after a forced GC)",
-      "304 path req/s vs the 1,000-entry origin",
-      "304 path p99 vs the 1,000-entry origin",
-      "200 path req/s vs the 1,000-entry origin",
-      "200 path p99 vs the 1,000-entry origin",
+      "304 path req/s, hot set of 1,000 ids, vs the 1,000-entry origin",
+      "304 path p99, hot set of 1,000 ids, vs the 1,000-entry origin",
+      "200 path req/s, hot set of 1,000 ids, vs the 1,000-entry origin",
+      "200 path p99, hot set of 1,000 ids, vs the 1,000-entry origin",
+      "304 path req/s, uniform ids, vs the 1,000-entry origin",
+      "304 path p99, uniform ids, vs the 1,000-entry origin",
+      "200 path req/s, uniform ids, vs the 1,000-entry origin",
+      "200 path p99, uniform ids, vs the 1,000-entry origin",
       "store reads per 1,000 requests for unknown ids (filter on, the default)",
+    ]);
+    // A workload is judged on its own: the hot set meets the targets while uniform ids miss them.
+    const split = checkTargets(result(size(5_000_000, { rps: [99, 50, 97], p99: [1100, 2100, 1150], heap: 200 * MiB, rss: 2e9, reads: 0, uniform: 0.8 })));
+    expect(split.checks.filter((c) => !c.met).map((c) => c.name)).toEqual([
+      "304 path req/s, uniform ids, vs the 1,000-entry origin",
+      "200 path req/s, uniform ids, vs the 1,000-entry origin",
     ]);
   });
 
@@ -230,7 +250,9 @@ describe("report", () => {
     expect(text).toMatch(/sets them at 5,000,000 entries, not measured in this run; checked at the largest size, 100,000/);
     expect(text).toMatch(/NOT MEASURED: 10,000,000 entries: needs more memory/);
     expect(text).toMatch(/command: npm run bench:origin -- --scale/);
-    expect(text).toMatch(/\| 100,000 \| 304 \(If-None-Match\) \| 97 \|/);
+    expect(text).toMatch(/\| hot \| 100,000 \| 304 \(If-None-Match\) \| 97 \|/);
+    expect(text).toMatch(/\| uniform \| 100,000 \| 200 \| 87 \|/);
+    expect(text).toMatch(/hot set: ids drawn uniformly from 1,000 ids picked at random over each origin's cached ids/);
   });
 
   it("formats bytes", () => {
@@ -239,5 +261,29 @@ describe("report", () => {
     expect(formatBytes(5.5 * MiB)).toBe("5.5 MiB");
     expect(formatBytes(354_054_323)).toBe("338 MiB");
     expect(formatBytes(3_444_022_186)).toBe("3.21 GiB");
+  });
+});
+
+describe("the hot set", () => {
+  it("is that many distinct ids from the range, the same for the same seed", () => {
+    for (const [count, size] of [[5_000_000, 1000], [100, 60], [100, 99]] as const) {
+      const ids = hotSet(11, count, size, 7);
+      expect(ids).toHaveLength(size);
+      expect(new Set(ids).size).toBe(size);
+      expect(ids.every((id) => Number.isInteger(id) && id >= 11 && id < 11 + count)).toBe(true);
+      expect(hotSet(11, count, size, 7)).toEqual(ids);
+    }
+    expect(hotSet(1, 5_000_000, 1000, 8)).not.toEqual(hotSet(1, 5_000_000, 1000, 7));
+  });
+
+  it("is scattered over a large range, not its start", () => {
+    const ids = hotSet(1, 5_000_000, 1000, 7);
+    expect(ids.filter((id) => id > 2_500_000).length).toBeGreaterThan(400);
+    expect(Math.max(...ids)).toBeGreaterThan(4_900_000);
+  });
+
+  it("is the whole range when it is at least as large", () => {
+    expect(hotSet(1, 1000, 1000, 7)).toEqual(Array.from({ length: 1000 }, (_, i) => i + 1));
+    expect(hotSet(5, 3, 10, 7)).toEqual([5, 6, 7]);
   });
 });

@@ -23,16 +23,6 @@ const worker = await startWranglerDev({
   throw error;
 });
 
-console.log(`
-slim-edge is running:
-  worker (edge)  ${worker.url}   → try: curl -i ${worker.url}/items/1
-  origin         ${origin.url}   → try: curl -i ${origin.url}/items/1
-  origin metrics http://127.0.0.1:8789/metrics
-  a preflight:   curl -i -X OPTIONS ${worker.url}/items/1 -H 'Origin: https://app.example.com' -H 'Access-Control-Request-Method: GET'
-                 (CORS is off until you allow origins: npm start -- --var CORS_ALLOW_ORIGINS:https://app.example.com)
-Ctrl-C stops both.
-`);
-
 let stopping = false;
 async function stop() {
   if (stopping) return;
@@ -42,6 +32,16 @@ async function stop() {
 }
 process.on("SIGINT", stop);
 process.on("SIGTERM", stop);
+// Only now: whoever waits for this message may stop us at once, and both children must stop with us.
+console.log(`
+slim-edge is running:
+  worker (edge)  ${worker.url}   → try: curl -i ${worker.url}/items/1
+  origin         ${origin.url}   → try: curl -i ${origin.url}/items/1
+  origin metrics http://127.0.0.1:8789/metrics
+  a preflight:   curl -i -X OPTIONS ${worker.url}/items/1 -H 'Origin: https://app.example.com' -H 'Access-Control-Request-Method: GET'
+                 (CORS is off until you allow origins: npm start -- --var CORS_ALLOW_ORIGINS:https://app.example.com)
+Ctrl-C stops both.
+`);
 for (const running of [origin, worker]) {
   running.child.once("exit", (code) => {
     if (!stopping) {

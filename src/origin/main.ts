@@ -59,8 +59,6 @@ async function runSingle(config: OriginConfig): Promise<void> {
     config.token === undefined ? "no token check" : "x-origin-token required",
     origin.metricsUrl === undefined ? "metrics on the item port" : `metrics ${origin.metricsUrl}/metrics`,
   ];
-  process.stdout.write(`origin listening on ${origin.url} (${parts.join("; ")})\n`);
-
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) {
@@ -79,4 +77,6 @@ async function runSingle(config: OriginConfig): Promise<void> {
   };
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);
+  // Only now: whoever waits for this line may stop us at once, and must get a clean shutdown.
+  process.stdout.write(`origin listening on ${origin.url} (${parts.join("; ")})\n`);
 }

@@ -60,6 +60,17 @@ describe("node src/origin/main.ts", () => {
     expect(p.stdout()).toBe("");
   });
 
+  it("stops cleanly on a SIGTERM sent the moment the startup line arrives", async () => {
+    // A supervisor may stop what it just saw start: the line must come after the signal handlers.
+    for (let i = 0; i < 6; i++) {
+      const p = run({ DATABASE_URL: join(tempDir(), "items.sqlite") });
+      await started(p);
+      p.child.kill("SIGTERM");
+      expect(await p.exited).toEqual({ code: 0, signal: null });
+      expect(p.stdout()).toContain("SIGTERM, finishing in-flight requests and closing the database");
+    }
+  });
+
   it("prints one startup line, keeps a 204'd write through a crash, and stops cleanly on SIGTERM", async () => {
     const dir = tempDir();
     const env = { DATABASE_URL: join(dir, "data", "items.sqlite") };

@@ -43,7 +43,7 @@ export interface MemorySnapshot {
   hugePageBytes: number | null;
 }
 
-/** One measured run per round, in round order (rounds are interleaved across sizes and paths). */
+/** One measured run per round, in round order (rounds are interleaved across sizes, workloads and paths). */
 export interface PathRuns {
   rps: number[];
   p50us: number[];
@@ -235,7 +235,7 @@ export function checkTargets(result: Pick<ScaleResult, "sizes" | "unknownWithout
 // ---- rendering ------------------------------------------------------------------------------------
 
 /** A workload as the tables name it: `hot set of 1,000 ids`, `uniform ids`, `Zipf(0.93) ids`. */
-export function workloadLabel(workload: Workload, settings: Pick<ScaleArgs, "zipfS">, baseEntries: number): string {
+function workloadLabel(workload: Workload, settings: Pick<ScaleArgs, "zipfS">, baseEntries: number): string {
   switch (workload) {
     case "hot":
       return `hot set of ${int(baseEntries)} ids`;

@@ -54,8 +54,8 @@ export class HitBuffer {
     const hits = this.#hits;
     const lists = this.#lists;
     let touched = 0;
-    for (let i = 0; i < count; i++) touched ^= lists.touch(hits[2 * i]!, false) ^ this.#sketch.touch(hits[2 * i + 1]!);
-    for (let i = 0; i < count; i++) touched ^= lists.touch(hits[2 * i]!, true);
+    for (let i = 0; i < count; i++) touched ^= lists.touch(hits[2 * i]!) ^ this.#sketch.touch(hits[2 * i + 1]!);
+    for (let i = 0; i < count; i++) touched ^= lists.touchNeighbours(hits[2 * i]!);
     this.#touched ^= touched;
     // Emptied first: applying a hit never records another, but a throw must not replay the batch.
     this.#count = 0;

@@ -63,13 +63,17 @@ export class SlotLists {
   }
 
   /**
-   * Read `slot`'s node, or with `neighbours` the nodes before and after it, and return a value of
-   * them: a batch touches its nodes first so their memory misses overlap (HitBuffer).
+   * Read `slot`'s node and return a value of it: a batch touches its nodes first so that their
+   * memory misses overlap (HitBuffer).
    */
-  touch(slot: number, neighbours: boolean): number {
+  touch(slot: number): number {
+    return this.#links[this.#stride * slot]!;
+  }
+
+  /** Read the nodes before and after `slot`, as `touch` (once `slot`'s own node is in cache). */
+  touchNeighbours(slot: number): number {
     const links = this.#links;
     const stride = this.#stride;
-    if (!neighbours) return links[stride * slot]!;
     return links[stride * links[stride * slot]!]! ^ links[stride * links[stride * slot + 1]! + 1]!;
   }
 

@@ -7,6 +7,8 @@
  *             and of RSS, and report how full of real records the bound is and what compaction cost
  *   heap      fill with 10,000 and then 1,000,000 small entries: heapUsed, V8 heap objects (from a
  *             heap snapshot) and the pause of a full GC, beside ReadyCache holding the same entries
+ *   hot tier  fill the ready items' heap tier (src/origin/reads/hot-tier.ts) with sample items: heapUsed
+ *             growth per entry beside what the tier charges it (HOT_ENTRY_OVERHEAD_BYTES + characters)
  *
  *   node --expose-gc bench/cache-memory.ts [--max-bytes 256MiB] [--churn 1000000] [--entries 1000000] [--skip-ready] [--large]
  */
@@ -15,6 +17,10 @@ import { parseArgs } from "node:util";
 import { ReadyCache } from "../src/origin/cache/ready-cache.ts";
 import { metaBytesPerEntry } from "../src/origin/cache/slab-budget.ts";
 import { SlabCache } from "../src/origin/cache/slab-cache.ts";
+import { Wire } from "../src/origin/http/wire.ts";
+import { HOT_ENTRY_OVERHEAD_BYTES, HotTier, hotEntryBytes } from "../src/origin/reads/hot-tier.ts";
+import { etagFor } from "../src/origin/store/etag.ts";
+import { sampleItem } from "../src/origin/store/sample-items.ts";
 import { prng } from "./lib/random.ts";
 
 const { values: args } = parseArgs({
@@ -245,5 +251,37 @@ function heap(): void {
   }
 }
 
+/** The tier's entries as the origin holds them: strings sliced from the slab bytes, so none is shared. */
+function hotTier(): void {
+  const entries = 8192;
+  const wire = new Wire({ sendDate: false, reasonPhrase: true });
+  const encoder = new TextEncoder();
+  const built = Array.from({ length: entries }, (_, i) => {
+    const entry = wire.entry({ etag: etagFor("Xa", i + 1), body: encoder.encode(sampleItem(i + 1)) });
+    return { id: `${i + 1}`, entry };
+  });
+  const copy = (s: string) => Buffer.from(s, "latin1").toString("latin1");
+  const tier = new HotTier(2 ** 30, () => 0, entries);
+  alive.push(tier);
+  collect();
+  const base = process.memoryUsage().heapUsed;
+  let charged = 0;
+  let characters = 0;
+  for (const [slot, { id, entry }] of built.entries()) {
+    if (!entry.found) continue;
+    const held = { found: true as const, etag: copy(entry.etag), r200: copy(entry.r200), headLength: entry.headLength, r304: copy(entry.r304) };
+    const key = copy(id);
+    tier.add(key, held, slot, slot, 0);
+    charged += hotEntryBytes(key, held);
+    characters += hotEntryBytes(key, held) - HOT_ENTRY_OVERHEAD_BYTES;
+  }
+  collect();
+  const perEntry = (process.memoryUsage().heapUsed - base) / tier.entries;
+  console.log(`\nhot tier: ${tier.entries.toLocaleString("en-US")} sample items`);
+  console.log(`  heapUsed growth ${perEntry.toFixed(0)} B per entry: ${(perEntry - characters / tier.entries).toFixed(0)} B beside the characters (charged ${HOT_ENTRY_OVERHEAD_BYTES} B; ${(charged / tier.entries).toFixed(0)} B per entry in all)`);
+  alive.length = 0;
+}
+
 accuracy();
 heap();
+hotTier();

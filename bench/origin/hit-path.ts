@@ -1,10 +1,11 @@
 // In-process cost of one cache hit as the origin pays it (issue 12): `readyItems().get(id)` plus the
 // strings a 304 (ETag check, 304 bytes) or a 200 (the whole response) needs, on a cache of few entries
 // against caches of millions. Sized with the origin's own sizing (scale-sizing.ts), filled with the
-// sample items, ids drawn uniformly over the cached ones. Prints ns per hit and the ratio to the
-// smallest size measured in the same run (sizes interleaved per round, so drift hits every size alike).
+// sample items. Ids are drawn uniformly over the cached ones, or (--ids hot) over some of them picked
+// at random, as many as the smallest size holds (bench:origin --scale's workloads). Prints ns per hit and the ratio to the smallest size
+// measured in the same run (sizes interleaved per round, so drift hits every size alike).
 //
-//   node bench/origin/hit-path.ts [--sizes 1000,1000000,5000000] [--rounds 5] [--hits 2000000]
+//   node bench/origin/hit-path.ts [--sizes 1000,1000000,5000000] [--ids uniform|hot] [--rounds 5] [--hits 2000000]
 
 import { parseArgs } from "node:util";
 import { Wire } from "../../src/origin/http/wire.ts";
@@ -12,11 +13,19 @@ import { readyItems, type ReadyItems } from "../../src/origin/reads/ready-items.
 import { etagFor } from "../../src/origin/store/etag.ts";
 import { sampleItem } from "../../src/origin/store/sample-items.ts";
 import { prng } from "../lib/random.ts";
+import { hotSet } from "./hot-set.ts";
 import { cacheSizing } from "./scale-sizing.ts";
 
 const { values } = parseArgs({
-  options: { sizes: { type: "string", default: "1000,1000000" }, rounds: { type: "string", default: "5" }, hits: { type: "string", default: "2000000" } },
+  options: {
+    sizes: { type: "string", default: "1000,1000000" },
+    ids: { type: "string", default: "uniform" },
+    rounds: { type: "string", default: "5" },
+    hits: { type: "string", default: "2000000" },
+  },
 });
+if (values.ids !== "uniform" && values.ids !== "hot") throw new Error(`--ids: uniform or hot, got ${JSON.stringify(values.ids)}`);
+const hot = values.ids === "hot";
 const sizes = values.sizes.split(",").map((s) => Number(s.replace(/k$/i, "e3").replace(/M$/, "e6")));
 const rounds = Number(values.rounds);
 const hits = Number(values.hits);
@@ -34,7 +43,8 @@ function filled(entries: number): ReadyItems {
 /** Ids drawn before timing (as the transport hands them over: strings already made). */
 function draws(entries: number, count: number, seed: number): string[] {
   const random = prng(seed);
-  return Array.from({ length: count }, () => String(1 + Math.floor(random() * entries)));
+  const ids = hot ? hotSet(1, entries, Math.min(...sizes), seed) : undefined;
+  return Array.from({ length: count }, () => String(ids ? ids[Math.floor(random() * ids.length)]! : 1 + Math.floor(random() * entries)));
 }
 
 let sink = 0;

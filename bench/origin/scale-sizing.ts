@@ -1,10 +1,12 @@
 // How big CACHE_MAX_BYTES must be for the origin to hold N sample items (bench:origin --scale), computed
 // with the origin's own code rather than a copy of its arithmetic: a sample of the items is put into the
 // very cache the origin uses (reads/ready-items.ts over the slab cache), whose `stats.bytes` is what its
-// policy charges them, and slab-budget.ts turns N such entries into the bound that holds them.
+// policy charges them, slab-budget.ts turns N such entries into the bound the slabs need, and hot-tier.ts
+// adds the heap tier's share.
 
 import { maxBytesForMaximum } from "../../src/origin/cache/slab-budget.ts";
 import { Wire } from "../../src/origin/http/wire.ts";
+import { maxBytesWithHotTier } from "../../src/origin/reads/hot-tier.ts";
 import { readyItems } from "../../src/origin/reads/ready-items.ts";
 import { etagFor } from "../../src/origin/store/etag.ts";
 import { sampleItem } from "../../src/origin/store/sample-items.ts";
@@ -48,5 +50,6 @@ export function cacheSizing(entries: number, seed = 7): CacheSizing {
   }
   const chargedBytesPerEntry = charged / sample;
   const room = Math.ceil(entries * SIZING_MARGIN);
-  return { entries, chargedBytesPerEntry, cacheMaxBytes: maxBytesForMaximum(Math.ceil(room * chargedBytesPerEntry), room) };
+  const slabMaxBytes = maxBytesForMaximum(Math.ceil(room * chargedBytesPerEntry), room);
+  return { entries, chargedBytesPerEntry, cacheMaxBytes: maxBytesWithHotTier(slabMaxBytes) };
 }

@@ -1,7 +1,7 @@
 import type { Server } from "node:http";
 import type { Socket } from "node:net";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { SlabCacheStats } from "./cache/slab-cache.ts";
+import type { ReadyItemsStats } from "./reads/ready-items.ts";
 import type { ChangeFeedStats } from "./feed/change-feed.ts";
 import type { LeaderDuties } from "./purge/leader-duties.ts";
 import type { KnownIdsStats } from "./reads/known-ids.ts";
@@ -33,7 +33,7 @@ function methodIndex(method: string | undefined): number {
 export type StoreOp = "get" | "put" | "delete";
 
 export interface MetricsSources {
-  cacheStats: () => Readonly<SlabCacheStats>;
+  cacheStats: () => Readonly<ReadyItemsStats>;
   /** Connections the fast path gave to node:http (a request it does not serve). */
   handOffs: () => number;
   cacheMaxBytes: number;
@@ -110,7 +110,9 @@ export class OriginMetrics {
     counter("origin_cache_expirations_total", "Entries dropped because CACHE_TTL_SECONDS ran out", () => sources.cacheStats().expirations);
     gauge("origin_cache_entries", "Entries in the cache", () => sources.cacheStats().entries);
     gauge("origin_cache_bytes", "Bytes the cache's policy counts for its entries (records and their share of the per-entry structures)", () => sources.cacheStats().bytes);
-    gauge("origin_cache_allocated_bytes", "Bytes the cache really holds (slabs, index, policy): at most CACHE_MAX_BYTES", () => sources.cacheStats().allocatedBytes);
+    gauge("origin_cache_allocated_bytes", "Bytes the cache really holds (slabs, index, policy, heap tier): at most CACHE_MAX_BYTES", () => sources.cacheStats().allocatedBytes);
+    gauge("origin_cache_hot_entries", "Entries also held as heap strings for the most read ids (the heap tier)", () => sources.cacheStats().hotEntries);
+    counter("origin_cache_hot_hits_total", "Hits answered from the heap tier (part of origin_cache_hits_total)", () => sources.cacheStats().hotHits);
     gauge("origin_cache_max_bytes", "CACHE_MAX_BYTES", () => sources.cacheMaxBytes);
     counter("origin_store_reads_total", "Store reads made to fill the cache (one per coalesced group of misses)", () => sources.storeReads());
     counter("origin_store_coalesced_total", "Cache misses that joined a store read already in flight for the same id", () => sources.coalesced());

@@ -89,13 +89,13 @@ export class FrequencySketch {
     return this.#table[(hash & this.#blockMask) * WORDS_PER_BLOCK]!;
   }
 
-  /** Count one occurrence of `hash`. */
-  increment(hash: number): void {
+  /** Count one occurrence of `hash`; returns its estimate after counting (only its smallest counters grew). */
+  increment(hash: number): number {
     const table = this.#table;
     const block = (hash & this.#blockMask) * WORDS_PER_BLOCK;
     const spread = mix32(hash ^ 0x9e3779b9);
     const min = this.frequency(hash);
-    if (min === MAX_COUNT) return;
+    if (min === MAX_COUNT) return MAX_COUNT;
     for (let i = 0; i < 4; i++) {
       const bits = spread >>> (i * 8);
       const word = block + i * 4 + (bits & 3);
@@ -103,6 +103,7 @@ export class FrequencySketch {
       if (((table[word]! >>> shift) & MAX_COUNT) === min) table[word] = table[word]! + (1 << shift);
     }
     if (++this.#additions >= this.#sampleSize) this.#age();
+    return min + 1;
   }
 
   clear(): void {

@@ -7,7 +7,7 @@ import type { SlabCacheDiagnostics, SlabCacheStats } from "./slab-cache-stats.ts
 import { SlabStore } from "./slab-store.ts";
 import { SlotIndex } from "./slot-index.ts";
 import { SlotPool } from "./slot-pool.ts";
-import type { WindowTinyLfu } from "./window-tinylfu.ts";
+import type { FrequentHitListener, WindowTinyLfu } from "./window-tinylfu.ts";
 
 export type { SlabCacheDiagnostics, SlabCacheStats } from "./slab-cache-stats.ts";
 
@@ -22,6 +22,13 @@ export interface SlabCacheOptions {
   hash?: (key: string) => number;
   /** Slab size; default 1 MiB (tests use small slabs). */
   slabBytes?: number;
+  /**
+   * Told every slot whose entry stops being what `get` found there: dropped (evicted, expired,
+   * deleted) or given a new value by `set`. Not on `clear`.
+   */
+  invalidated?: (slot: number) => void;
+  /** Told of every hit whose key the policy's sketch estimates at least `minimum` (WindowTinyLfu.watchFrequentHits). */
+  frequentHits?: { minimum: number; listener: FrequentHitListener };
 }
 
 const HASH_SEED = 0x5eed;
@@ -50,6 +57,7 @@ export class SlabCache {
   readonly #now: () => number;
   readonly #hash: (key: string) => number;
   readonly #slabBytes: number;
+  readonly #invalidated: ((slot: number) => void) | undefined;
   readonly #store: SlabStore;
   readonly #index: SlotIndex;
   readonly #slots = new SlotPool();
@@ -63,6 +71,7 @@ export class SlabCache {
   #declined = false;
   /** The last hit's slot and record location (from its index bucket) until the next mutation. */
   #hitSlot = -1;
+  #hitHash = 0;
   #hitSlab = 0;
   #hitOffset = 0;
 
@@ -81,9 +90,11 @@ export class SlabCache {
     this.#ttlMs = ttlMs;
     this.#now = options.now ?? (() => performance.now());
     this.#hash = options.hash ?? ((key) => hashKey(key, HASH_SEED));
+    this.#invalidated = options.invalidated;
     this.#slabBytes = effectiveSlabBytes(maxBytes, slabBytes);
     this.#budget = new PolicyBudget(maxBytes, this.#slabBytes, (slot) => this.#onEvict(slot));
     this.#policy = this.#budget.policy;
+    if (options.frequentHits) this.#policy.watchFrequentHits(options.frequentHits.minimum, options.frequentHits.listener);
     if (this.#policy.maximum < entryWeight(0, 0, ttlMs > 0)) {
       const needed = maxBytesForEntries(1, 0, 0, ttlMs > 0, slabBytes);
       throw new RangeError(`SlabCache: maxBytes ${maxBytes} does not cover the cache's fixed structures and one entry; use at least ${needed}`);
@@ -137,9 +148,32 @@ export class SlabCache {
     this.#stats.hits++;
     this.#policy.recordHit(slot, hash);
     this.#hitSlot = slot;
+    this.#hitHash = hash;
     this.#hitSlab = slab;
     this.#hitOffset = offset;
     return slot;
+  }
+
+  /** The key hash of the slot the last `get` returned (until the next mutation). */
+  get hitHash(): number {
+    return this.#hitHash;
+  }
+
+  /** The policy's estimate (0-15) of how often the key of this hash was read recently. */
+  frequency(hash: number): number {
+    return this.#policy.frequency(hash);
+  }
+
+  /**
+   * A hit on a live entry the caller found earlier and kept track of (the ready items' heap tier),
+   * counted as `get` counts it but without the lookup; false (nothing counted) if its TTL has run
+   * out: `get` then drops it. The caller must forget a slot when `invalidated` names it.
+   */
+  hitAgain(slot: number, hash: number, filledAt: number): boolean {
+    if (this.#ttlMs > 0 && this.#now() >= filledAt + this.#ttlMs) return false;
+    this.#stats.hits++;
+    this.#policy.recordHit(slot, hash);
+    return true;
   }
 
   /**
@@ -222,6 +256,7 @@ export class SlabCache {
   }
 
   #replace(slot: number, key: string, value: Uint8Array, weight: number, now: number): void {
+    this.#invalidated?.(slot);
     this.#policy.update(slot, weight);
     while (this.#store.has(slot) && !this.#store.write(slot, key, value, now)) {
       // Never leave the old value readable after a set that could not store the new one.
@@ -276,6 +311,7 @@ export class SlabCache {
     if (this.#ttlMs > 0) this.#expiry.remove(slot);
     this.#slots.give(slot);
     this.#stats.entries--;
+    this.#invalidated?.(slot);
   }
 
   /** `slot`, if it is a live entry's; else throws. */

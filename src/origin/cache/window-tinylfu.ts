@@ -29,6 +29,8 @@ export const INITIAL_EXPECTED_ENTRIES = 1 << 16;
 
 /** Called for each slot the policy evicts, after the policy has forgotten it. */
 export type EvictListener = (slot: number) => void;
+/** Told of a popular slot while the policy applies its hits, which may be in the middle of a change to the cache: it must not use the cache. */
+export type FrequentHitListener = (slot: number, frequency: number) => void;
 
 /**
  * The slim-edge eviction and admission policy: Window TinyLFU (Einziger, Friedman, Manes) as in
@@ -58,6 +60,8 @@ export class WindowTinyLfu {
   readonly #sketch: FrequencySketch;
   #sizer: WindowSizer;
   readonly #onEvict: EvictListener;
+  #frequentHits: FrequentHitListener | undefined;
+  #frequentMinimum = 0;
 
   #maximum: number;
   #expectedEntries: number;
@@ -128,6 +132,21 @@ export class WindowTinyLfu {
     this.#expectedEntries = Math.max(1, expectedEntries);
     this.#sketch.ensureCapacity(this.#expectedEntries);
     this.#sizer = new WindowSizer(this.#maximum, this.#windowMaximum, this.#expectedEntries);
+  }
+
+  /** The sketch's estimate of how often `hash` was seen recently (0-15). */
+  frequency(hash: number): number {
+    return this.#sketch.frequency(hash);
+  }
+
+  /**
+   * Tell `listener` of every hit, as it is applied, whose key's estimate is then at least `minimum`:
+   * the sketch's block is in the processor's cache at that moment, so the caller learns which slots
+   * are popular without a memory access of its own (the ready items' heap tier).
+   */
+  watchFrequentHits(minimum: number, listener: FrequentHitListener): void {
+    this.#frequentMinimum = minimum;
+    this.#frequentHits = listener;
   }
 
   /** The key hash a held (or just evicted) slot was added with. */
@@ -220,7 +239,8 @@ export class WindowTinyLfu {
   }
 
   #access(slot: number, hash: number): void {
-    this.#sketch.increment(hash);
+    const frequency = this.#sketch.increment(hash);
+    if (frequency >= this.#frequentMinimum && this.#frequentHits !== undefined) this.#frequentHits(slot, frequency);
     const segment = this.#lists.listOf(slot);
     if (segment === WINDOW) {
       this.#flags[slot]! |= WINDOW_HIT;

@@ -157,7 +157,7 @@ export const ORIGIN_VARS = {
       name: "CACHE_MAX_BYTES",
       default: "64MiB",
       meaning:
-        "What the in-process cache of ready-to-send answers holds in memory, everything it allocates counted (slabs, index, policy), off the V8 heap. Per process; refused at start when the machine (or its container) cannot hold it.",
+        "What the in-process cache of ready-to-send answers holds in memory, everything it allocates counted: slabs, index and policy off the V8 heap, and a heap tier for the most read ids (1/32 of it, at most 4 MiB; none below 1.9 MiB). Per process; refused at start when the machine (or its container) cannot hold it.",
     },
     (raw, c) => readBytes("CACHE_MAX_BYTES", raw, { min: 64 * 2 ** 10, max: 2 ** 40, example: "256MiB" }, c.problems),
   ),

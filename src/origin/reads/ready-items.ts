@@ -10,9 +10,13 @@
 // reused view over those bytes (strings are made only for what the answer needs), valid until the next
 // change to the cache: answer from it at once (synchronously) and never keep it; `keep` makes a copy that
 // outlives the cache's next change.
+//
+// In front of the slabs, the ids read most are held again as heap strings (hot-tier.ts): their hits cost
+// what hits on a small cache cost, however many entries the slabs hold.
 
 import { SlabCache, type SlabCacheStats } from "../cache/slab-cache.ts";
 import { MISSING, type ItemEntry, type ReadyEntry } from "../http/wire.ts";
+import { HOT_MIN_FREQUENCY, HotTier, hotTierBytes } from "./hot-tier.ts";
 
 export interface ReadyItems {
   /** The entry for `id` (a hit), or undefined (a miss). Counts the hit or miss. */
@@ -25,13 +29,23 @@ export interface ReadyItems {
   set(id: string, entry: ReadyEntry): void;
   delete(id: string): boolean;
   clear(): void;
-  readonly stats: Readonly<SlabCacheStats>;
+  readonly stats: Readonly<ReadyItemsStats>;
+}
+
+/** The slab cache's counters with the heap tier's bytes in `allocatedBytes`, and the tier's own. */
+export interface ReadyItemsStats extends SlabCacheStats {
+  /** Entries also held in the heap tier, and the hits they answered (part of `hits`). */
+  hotEntries: number;
+  hotHits: number;
 }
 
 export interface ReadyItemsOptions {
+  /** Everything counted: the slab cache's allocations and the heap tier's bytes. */
   maxBytes: number;
   ttlMs: number;
   now?: () => number;
+  /** The heap tier's share of maxBytes; default hotTierBytes(maxBytes). 0 = no tier. */
+  hotTierBytes?: number;
 }
 
 const HEADER = 6;
@@ -73,7 +87,20 @@ class EntryView implements ItemEntry {
 }
 
 export function readyItems(options: ReadyItemsOptions): ReadyItems {
-  const cache = new SlabCache(options);
+  const tierBytes = options.hotTierBytes ?? hotTierBytes(options.maxBytes);
+  if (!Number.isSafeInteger(tierBytes) || tierBytes < 0 || tierBytes > options.maxBytes) {
+    throw new RangeError(`readyItems: hotTierBytes must be an integer from 0 to maxBytes (${options.maxBytes}), got ${tierBytes}`);
+  }
+  const tier: HotTier = new HotTier(tierBytes, (hash) => cache.frequency(hash));
+  const cache: SlabCache = new SlabCache({
+    maxBytes: options.maxBytes - tierBytes,
+    ttlMs: options.ttlMs,
+    ...(options.now ? { now: options.now } : {}),
+    ...(tier.enabled
+      ? { invalidated: (slot) => tier.deleteSlot(slot), frequentHits: { minimum: HOT_MIN_FREQUENCY, listener: (slot, frequency) => tier.noteFrequent(slot, frequency) } }
+      : {}),
+  });
+  const stats: ReadyItemsStats = { ...cache.stats, hotEntries: 0, hotHits: 0 };
   const view = new EntryView();
   let scratch: Uint8Array = new Uint8Array(1024);
   let lastFilledAt = 0;
@@ -93,26 +120,46 @@ export function readyItems(options: ReadyItemsOptions): ReadyItems {
     return buf;
   };
 
+  const keep = (entry: ReadyEntry): ReadyEntry => {
+    if (entry !== view) return entry;
+    return { found: true, etag: entry.etag, r200: entry.r200, headLength: entry.headLength, r304: entry.r304 };
+  };
+
   return {
     get(id) {
+      const hot = tier.get(id);
+      if (hot !== undefined && cache.hitAgain(hot.slot, hot.hash, hot.filledAt)) {
+        stats.hotHits++;
+        lastFilledAt = hot.filledAt;
+        return hot.entry;
+      }
       const slot = cache.get(id);
       if (slot === -1) return undefined;
       lastFilledAt = cache.filledAt(slot);
       const bytes = cache.value(slot);
-      return bytes.length === 0 ? MISSING : view.point(bytes);
+      const entry = bytes.length === 0 ? MISSING : view.point(bytes);
+      if (tier.wants(slot)) {
+        const held = keep(entry);
+        tier.add(id, held, slot, cache.hitHash, lastFilledAt);
+        return held;
+      }
+      return entry;
     },
     lastAgeMs: () => now() - lastFilledAt,
-    keep(entry) {
-      if (!entry.found) return MISSING;
-      return { found: true, etag: entry.etag, r200: entry.r200, headLength: entry.headLength, r304: entry.r304 };
-    },
+    keep,
     set(id, entry) {
       cache.set(id, entry.found ? encode(entry) : new Uint8Array(0));
     },
     delete: (id) => cache.delete(id),
-    clear: () => cache.clear(),
+    clear() {
+      cache.clear();
+      tier.clear();
+    },
     get stats() {
-      return cache.stats;
+      Object.assign(stats, cache.stats);
+      stats.allocatedBytes += tier.bytes;
+      stats.hotEntries = tier.entries;
+      return stats;
     },
   };
 }

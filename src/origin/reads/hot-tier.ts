@@ -75,9 +75,9 @@ export function hotEntryBytes(id: string, entry: ReadyEntry): number {
  * entry and so tells a popular id from the crowd: the policy names each slot whose hits it applies
  * at HOT_MIN_FREQUENCY or more (`noteFrequent`), and such a candidate enters on its next slab hit
  * if there is room, or if the policy rates it above the entry the CLOCK hand would evict (TinyLFU's
- * duel). So a uniform spread of reads over millions of ids, each seen once in a long while, leaves
- * the tier alone, and so does a popular set larger than the tier (equal ratings admit nothing): it
- * does not thrash, copying strings for entries it drops again at once.
+ * duel). So a uniform spread of reads over millions of ids (each read rarely, or all rated alike once
+ * each has been read a few times) and a popular set larger than the tier (equal ratings admit nothing)
+ * change the tier only now and then: it does not thrash, copying strings for entries it drops again.
  */
 export class HotTier {
   readonly #entryBytes: number;
@@ -94,8 +94,8 @@ export class HotTier {
    * Typed arrays, not a map: the policy may name nearly every hit (a uniform spread of reads makes
    * every id equally "popular" once each has been read a few times).
    */
-  readonly #candidateSlots = new Int32Array(CANDIDATE_TABLE).fill(-1);
-  readonly #candidateFrequencies = new Uint8Array(CANDIDATE_TABLE);
+  readonly #candidateSlots: Int32Array;
+  readonly #candidateFrequencies: Uint8Array;
   #bytes = 0;
 
   /** `frequency`: the slab policy's estimate for a key hash (the duel reads the victim's). */
@@ -107,6 +107,9 @@ export class HotTier {
     const enabled = places >= MIN_ENTRIES && room >= MIN_ENTRIES * TYPICAL_ENTRY_BYTES;
     this.#maxEntries = enabled ? places : 0;
     this.#entryBytes = enabled ? room - places * PLACE_BYTES : 0;
+    // A disabled tier allocates nothing (it is charged nothing): every slot then maps to a place that never matches.
+    this.#candidateSlots = new Int32Array(enabled ? CANDIDATE_TABLE : 1).fill(-1);
+    this.#candidateFrequencies = new Uint8Array(enabled ? CANDIDATE_TABLE : 1);
     this.#ring = Array.from({ length: this.#maxEntries }, () => undefined);
     this.#emptyPlaces = Array.from({ length: this.#maxEntries }, (_, i) => this.#maxEntries - 1 - i);
   }
@@ -133,14 +136,14 @@ export class HotTier {
 
   /** The slab policy applied a hit on `slot` with this estimate (≥ HOT_MIN_FREQUENCY). Uses no cache. */
   noteFrequent(slot: number, frequency: number): void {
-    const at = slot % CANDIDATE_TABLE;
+    const at = slot % this.#candidateSlots.length;
     this.#candidateSlots[at] = slot;
     this.#candidateFrequencies[at] = frequency;
   }
 
   /** A slab hit on `slot`: should its entry be added now? */
   wants(slot: number): boolean {
-    const at = slot % CANDIDATE_TABLE;
+    const at = slot % this.#candidateSlots.length;
     if (this.#candidateSlots[at] !== slot || this.#maxEntries === 0) return false;
     this.#candidateSlots[at] = -1;
     const frequency = this.#candidateFrequencies[at]!;
@@ -165,7 +168,7 @@ export class HotTier {
 
   /** The slab cache no longer holds what it held in this slot. */
   deleteSlot(slot: number): void {
-    const at = slot % CANDIDATE_TABLE;
+    const at = slot % this.#candidateSlots.length;
     if (this.#candidateSlots[at] === slot) this.#candidateSlots[at] = -1;
     const hot = this.#bySlot.get(slot);
     if (hot !== undefined) this.#delete(hot);

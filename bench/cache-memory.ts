@@ -272,8 +272,9 @@ function hotTier(): void {
     const held = { found: true as const, etag: copy(entry.etag), r200: copy(entry.r200), headLength: entry.headLength, r304: copy(entry.r304) };
     const key = copy(id);
     tier.add(key, held, slot, slot, 0);
-    charged += hotEntryBytes(key, held);
-    characters += hotEntryBytes(key, held) - HOT_ENTRY_OVERHEAD_BYTES;
+    const bytes = hotEntryBytes(key, held);
+    charged += bytes;
+    characters += bytes - HOT_ENTRY_OVERHEAD_BYTES;
   }
   collect();
   const perEntry = (process.memoryUsage().heapUsed - base) / tier.entries;

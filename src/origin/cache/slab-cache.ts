@@ -71,7 +71,6 @@ export class SlabCache {
   #declined = false;
   /** The last hit's slot and record location (from its index bucket) until the next mutation. */
   #hitSlot = -1;
-  #hitHash = 0;
   #hitSlab = 0;
   #hitOffset = 0;
 
@@ -148,15 +147,14 @@ export class SlabCache {
     this.#stats.hits++;
     this.#policy.recordHit(slot, hash);
     this.#hitSlot = slot;
-    this.#hitHash = hash;
     this.#hitSlab = slab;
     this.#hitOffset = offset;
     return slot;
   }
 
-  /** The key hash of the slot the last `get` returned (until the next mutation). */
-  get hitHash(): number {
-    return this.#hitHash;
+  /** The key hash a live slot's entry was filed under. */
+  hashOf(slot: number): number {
+    return this.#policy.hashOf(this.#live(slot));
   }
 
   /** The policy's estimate (0-15) of how often the key of this hash was read recently. */

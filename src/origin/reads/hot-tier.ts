@@ -144,7 +144,7 @@ export class HotTier {
   /** A slab hit on `slot`: should its entry be added now? */
   wants(slot: number): boolean {
     const at = slot % this.#candidateSlots.length;
-    if (this.#candidateSlots[at] !== slot || this.#maxEntries === 0) return false;
+    if (this.#candidateSlots[at] !== slot) return false;
     this.#candidateSlots[at] = -1;
     const frequency = this.#candidateFrequencies[at]!;
     const size = this.#byId.size;
@@ -177,9 +177,7 @@ export class HotTier {
   clear(): void {
     for (const hot of this.#byId.values()) this.#delete(hot);
     this.#candidateSlots.fill(-1);
-    this.#bytes = 0;
   }
-
 
   /**
    * CLOCK's victim: the first entry at or after the hand not read since the hand last passed it (the

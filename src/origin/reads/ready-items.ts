@@ -140,7 +140,7 @@ export function readyItems(options: ReadyItemsOptions): ReadyItems {
       const entry = bytes.length === 0 ? MISSING : view.point(bytes);
       if (tier.wants(slot)) {
         const held = keep(entry);
-        tier.add(id, held, slot, cache.hitHash, lastFilledAt);
+        tier.add(id, held, slot, cache.hashOf(slot), lastFilledAt);
         return held;
       }
       return entry;

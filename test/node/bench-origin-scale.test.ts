@@ -8,7 +8,7 @@ import { DISK_BYTES_PER_ITEM, filterBytes, planSizes, PROCESS_BYTES } from "../.
 import { checkTargets, formatBytes, renderReport, summarise, type PathRuns, type ScaleResult, type SizeResult } from "../../bench/origin/scale-report.ts";
 import { cacheSizing } from "../../bench/origin/scale-sizing.ts";
 import { median } from "../../bench/lib/stats.ts";
-import { gcSecondsPerMinute, pairedRatios, per1000, perEntryAbove } from "../../bench/origin/stats.ts";
+import { gcSecondsPerMinute, pairedRatios, per1000, perEntryAbove, quartiles } from "../../bench/origin/stats.ts";
 import { Wire } from "../../src/origin/http/wire.ts";
 import { readyItems } from "../../src/origin/reads/ready-items.ts";
 import { etagFor } from "../../src/origin/store/etag.ts";
@@ -26,6 +26,10 @@ describe("stats", () => {
     expect(pairedRatios([90, 45, 90], [100, 50, 100])).toEqual([0.9, 0.9, 0.9]);
     expect(median(pairedRatios([90, 45, 90], [100, 50, 100]))).toBeCloseTo(0.9);
     expect(() => pairedRatios([1, 2], [1])).toThrow(RangeError);
+    // Quartiles by nearest rank: of 7 rounds the 2nd and 6th smallest, so one wild round on each side is left out.
+    expect(quartiles([1.3, 0.7, 1, 0.9, 1.1, 0.2, 1.05])).toEqual([0.7, 1.1]);
+    expect(quartiles([2])).toEqual([2, 2]);
+    expect(quartiles([])).toEqual([Number.NaN, Number.NaN]);
   });
 
   it("per 1,000, GC per minute, bytes per entry above a baseline", () => {
@@ -203,6 +207,8 @@ describe("report", () => {
     expect(base!.throughput.hot!["304"].rpsRatio).toBe(1);
     expect(big!.throughput.hot!["304"].rpsRatio).toBeCloseTo(0.94); // ratios 0.96, 0.94, 0.90
     expect(big!.throughput.hot!["304"].p99Ratio).toBeCloseTo(1.25); // ratios 1.1, 1.25, 1.3
+    expect(big!.throughput.hot!["304"].rpsRatioQuartiles.map((r) => r.toFixed(2))).toEqual(["0.90", "0.96"]);
+    expect(big!.throughput.hot!["304"].p99RatioQuartiles.map((r) => r.toFixed(2))).toEqual(["1.10", "1.30"]);
     expect(big!.throughput.hot!["304"].rps).toBe(90);
     // Each workload against the baseline's runs of the same workload.
     expect(big!.throughput.uniform!["304"].rpsRatio).toBeCloseTo(0.47);
@@ -241,6 +247,21 @@ describe("report", () => {
       "304 path req/s, uniform ids, vs the 1,000-entry origin",
       "200 path req/s, uniform ids, vs the 1,000-entry origin",
     ]);
+  });
+
+  it("says when a verdict lies within the rounds' noise", () => {
+    // Hot 304 ratios 0.99, 0.94, 0.90: the median misses 0.95 and the quartiles straddle it.
+    const r = result(size(5_000_000, { rps: [99, 47, 90], p99: [1100, 2100, 1150], heap: 200 * MiB, rss: 2e9, reads: 0 }));
+    const hot304 = checkTargets(r).checks.find((c) => c.name === "304 path req/s, hot set of 1,000 ids, vs the 1,000-entry origin")!;
+    expect(hot304).toMatchObject({ met: false, withinNoise: true, measured: "0.94× (rounds' quartiles 0.90–0.99×)" });
+    // p99 ratios 1.1, 1.05, 1.15: all under 1.2, so that verdict stands outside the noise.
+    const hotP99 = checkTargets(r).checks.find((c) => c.name === "304 path p99, hot set of 1,000 ids, vs the 1,000-entry origin")!;
+    expect(hotP99).toMatchObject({ met: true, withinNoise: false });
+    const text = renderReport(r);
+    expect(text).toMatch(/\| hot \| 5,000,000 \| 304 \(If-None-Match\) \| 90 \| 0\.94× \(0\.90–0\.99\) \|/);
+    expect(text).toMatch(/NOT MET {2}304 path req\/s, hot set of 1,000 ids, .*\(target ≥ 0\.95×, within the rounds' noise\)/);
+    // The baseline's own ratios are all 1: no brackets.
+    expect(text).toMatch(/\| hot \| 1,000 \| 304 \(If-None-Match\) \| 100 \| 1\.00× \|/);
   });
 
   it("falls back to the largest size when 5M was not measured, and says so", () => {

@@ -119,6 +119,7 @@ const t0 = performance.now();
 const scratch = mkdtempSync(join(os.tmpdir(), "slim-edge-worker-cpu-"));
 // The edge cache serves public reads; a request with Authorization or Cookie bypasses it (RFC 9111 §3.5)
 // and is proxied as is. The cache rows use the data set's API call without its Authorization header.
+const bypassesCache = (headers: Readonly<Record<string, string>>) => "authorization" in headers || "cookie" in headers;
 const credentialedGet = itemGet();
 const get: BenchRequest = {
   ...credentialedGet,
@@ -238,7 +239,8 @@ try {
   }
   const missReads = results.filter((_, i) => {
     const row = rows[i] as Row;
-    return row.request === GET && row.cache !== undefined && "url" in row.cache && row.cache.url === missCache.url;
+    const cached = row.headers === undefined || !bypassesCache(row.headers);
+    return row.request === GET && cached && row.cache !== undefined && "url" in row.cache && row.cache.url === missCache.url;
   });
   const expectedMissGets = missReads.reduce((n, r) => n + r.requests, 0);
   if (missCache.counts.gets - missGetsBefore < expectedMissGets) {

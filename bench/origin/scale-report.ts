@@ -297,8 +297,8 @@ const int = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString("e
 const fixed = (n: number, digits: number) => (Number.isFinite(n) ? n.toFixed(digits) : "n/a");
 const pct = (n: number | null) => (n === null || !Number.isFinite(n) ? "n/a" : `${(n * 100).toFixed(0)}%`);
 /** 0.94× (0.86–1.04): a median ratio and its rounds' quartiles (none for the baseline, always 1). */
-const ratio = (median: number, [q1, q3]: [number, number]) =>
-  q1 === q3 ? `${fixed(median, 2)}×` : `${fixed(median, 2)}× (${fixed(q1, 2)}–${fixed(q3, 2)})`;
+const ratio = (value: number, [q1, q3]: [number, number]) =>
+  q1 === q3 ? `${fixed(value, 2)}×` : `${fixed(value, 2)}× (${fixed(q1, 2)}–${fixed(q3, 2)})`;
 const secs = (n: number) => (n < 10 ? `${n.toFixed(1)} s` : `${n.toFixed(0)} s`);
 
 export function renderReport(result: ScaleResult): string {

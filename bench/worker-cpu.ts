@@ -29,6 +29,7 @@ import os from "node:os";
 import { join, resolve } from "node:path";
 import { BUDGET_VARS } from "../scripts/lib/cors-budget-cases.ts";
 import { startOrigin } from "../scripts/lib/local-stack.ts";
+import { carriesCredentials } from "../src/edge/cache/credentials.ts";
 import { startCacheServer, type CacheServer } from "./worker-cpu/cache-server.ts";
 import { itemGet, preflight, type BenchRequest } from "./worker-cpu/requests.ts";
 import { compareWorkers, REPO_ROOT, startWorkerd, wranglerCompatibilityDate, type Scenario, type ScenarioResult } from "./workerd/harness.ts";
@@ -119,11 +120,10 @@ const t0 = performance.now();
 const scratch = mkdtempSync(join(os.tmpdir(), "slim-edge-worker-cpu-"));
 // The edge cache serves public reads; a request with Authorization or Cookie bypasses it (RFC 9111 §3.5)
 // and is proxied as is. The cache rows use the data set's API call without its Authorization header.
-const bypassesCache = (headers: Readonly<Record<string, string>>) => "authorization" in headers || "cookie" in headers;
 const credentialedGet = itemGet();
 const get: BenchRequest = {
   ...credentialedGet,
-  headers: Object.fromEntries(Object.entries(credentialedGet.headers).filter(([name]) => name !== "authorization" && name !== "cookie")),
+  headers: Object.fromEntries(Object.entries(credentialedGet.headers).filter(([name]) => !carriesCredentials(new Headers({ [name]: "" })))),
 };
 const options = preflight();
 
@@ -239,7 +239,7 @@ try {
   }
   const missReads = results.filter((_, i) => {
     const row = rows[i] as Row;
-    const cached = row.headers === undefined || !bypassesCache(row.headers);
+    const cached = row.headers === undefined || !carriesCredentials(new Headers(row.headers));
     return row.request === GET && cached && row.cache !== undefined && "url" in row.cache && row.cache.url === missCache.url;
   });
   const expectedMissGets = missReads.reduce((n, r) => n + r.requests, 0);

@@ -2,8 +2,9 @@
 // strings a 304 (ETag check, 304 bytes) or a 200 (the whole response) needs, on a cache of few entries
 // against caches of millions. Sized with the origin's own sizing (scale-sizing.ts), filled with the
 // sample items. Ids are drawn uniformly over the cached ones, or (--ids hot) over some of them picked
-// at random, as many as the smallest size holds (bench:origin --scale's workloads). Prints ns per hit and the ratio to the smallest size
-// measured in the same run (sizes interleaved per round, so drift hits every size alike).
+// at random, as many as the smallest size holds (bench:origin --scale's workloads). Prints ns per hit
+// and the ratio to the smallest size measured in the same run (sizes interleaved per round, so drift
+// hits every size alike).
 //
 //   node bench/origin/hit-path.ts [--sizes 1000,1000000,5000000] [--ids uniform|hot] [--rounds 5] [--hits 2000000]
 

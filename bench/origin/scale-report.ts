@@ -138,14 +138,16 @@ const MiB = 2 ** 20;
 
 function summarisePath(runs: PathRuns, base: PathRuns): PathSummary {
   const cpus = runs.serverCpu.filter((c): c is number => c !== null);
+  const rpsRatios = pairedRatios(runs.rps, base.rps);
+  const p99Ratios = pairedRatios(runs.p99us, base.p99us);
   return {
     rps: median(runs.rps),
     p50us: median(runs.p50us),
     p99us: median(runs.p99us),
-    rpsRatio: median(pairedRatios(runs.rps, base.rps)),
-    p99Ratio: median(pairedRatios(runs.p99us, base.p99us)),
-    rpsRatioQuartiles: quartiles(pairedRatios(runs.rps, base.rps)),
-    p99RatioQuartiles: quartiles(pairedRatios(runs.p99us, base.p99us)),
+    rpsRatio: median(rpsRatios),
+    p99Ratio: median(p99Ratios),
+    rpsRatioQuartiles: quartiles(rpsRatios),
+    p99RatioQuartiles: quartiles(p99Ratios),
     serverCpu: cpus.length === runs.serverCpu.length && cpus.length > 0 ? median(cpus) : null,
     loadgenCpu: median(runs.loadgenCpu),
   };

@@ -6,6 +6,7 @@ import { fetchItem } from "../proxy/fetch-item.ts";
 import type { ItemReader } from "../respond.ts";
 import { itemCacheTags } from "../../shared/cache-tag.ts";
 import { edgeCacheKey } from "./cache-key.ts";
+import { carriesCredentials } from "./credentials.ts";
 import { isFresh, isFrom, lifetimeOf, serveStored, storable, withoutCacheTag, type EntryLifetimes } from "./stored-entry.ts";
 
 export interface EdgeCacheOptions {
@@ -28,7 +29,7 @@ export interface EdgeCacheOptions {
 export function cachedItemReader(options: EdgeCacheOptions): ItemReader {
   const { cache, origin, lifetimes, waitUntil } = options;
   return async (id, method, request, usage) => {
-    if (request.headers.has("authorization") || request.headers.has("cookie")) {
+    if (carriesCredentials(request.headers)) {
       const response = await fetchItem(origin, id, method, request.headers);
       if (!(response instanceof Response)) return response;
       const body = meterOriginResponse(response, usage, "cache-bypass");

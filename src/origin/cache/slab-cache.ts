@@ -139,7 +139,7 @@ export class SlabCache {
     const offset = index.foundSecond;
     // Expiry is read from the record (filledAt + TTL, the expiry queue's own sum), which the key
     // check just brought into cache, rather than from the queue's array: one memory miss fewer.
-    if (this.#ttlMs > 0 && this.#now() >= this.#store.filledAtAt(slab, offset) + this.#ttlMs) {
+    if (this.#expired(this.#store.filledAtAt(slab, offset))) {
       this.#expire(slot);
       this.#stats.misses++;
       return -1;
@@ -168,7 +168,7 @@ export class SlabCache {
    * out: `get` then drops it. The caller must forget a slot when `invalidated` names it.
    */
   hitAgain(slot: number, hash: number, filledAt: number): boolean {
-    if (this.#ttlMs > 0 && this.#now() >= filledAt + this.#ttlMs) return false;
+    if (this.#expired(filledAt)) return false;
     this.#stats.hits++;
     this.#policy.recordHit(slot, hash);
     return true;
@@ -310,6 +310,11 @@ export class SlabCache {
     this.#slots.give(slot);
     this.#stats.entries--;
     this.#invalidated?.(slot);
+  }
+
+  /** Is an entry filled at `filledAt` past its TTL? */
+  #expired(filledAt: number): boolean {
+    return this.#ttlMs > 0 && this.#now() >= filledAt + this.#ttlMs;
   }
 
   /** `slot`, if it is a live entry's; else throws. */

@@ -60,8 +60,11 @@ export function hotTierBytes(maxBytes: number): number {
 /** The CACHE_MAX_BYTES that leaves `slabMaxBytes` to the slab cache once the tier has its share. */
 export function maxBytesWithHotTier(slabMaxBytes: number): number {
   let maxBytes = slabMaxBytes;
-  while (maxBytes - hotTierBytes(maxBytes) < slabMaxBytes) maxBytes += slabMaxBytes - (maxBytes - hotTierBytes(maxBytes));
-  return maxBytes;
+  for (;;) {
+    const short = slabMaxBytes - (maxBytes - hotTierBytes(maxBytes));
+    if (short <= 0) return maxBytes;
+    maxBytes += short;
+  }
 }
 
 /** The bytes a tier entry is charged: its characters (one byte each) and its objects. */
@@ -157,7 +160,8 @@ export class HotTier {
   /** Hold `entry` (immutable, never a reused view) for an id not in the tier; evicts to make room. */
   add(id: string, entry: ReadyEntry, slot: number, hash: number, filledAt: number): void {
     const bytes = hotEntryBytes(id, entry);
-    if (bytes > this.#entryBytes || this.#maxEntries === 0) return;
+    // A disabled tier has no entry bytes at all, and every entry is charged its overhead.
+    if (bytes > this.#entryBytes) return;
     while (this.#bytes + bytes > this.#entryBytes || this.#byId.size >= this.#maxEntries) this.#delete(this.#victim()!);
     const hot: HotEntry = { id, entry, slot, hash, filledAt, bytes, at: this.#emptyPlaces.pop()!, referenced: false };
     this.#ring[hot.at] = hot;

@@ -27,11 +27,11 @@ export function postgresOptions(config: OriginConfig, url: string, role = "origi
 }
 
 /** The store DATABASE_URL names, checked (and for PostgreSQL, its schema prepared) before anything is served. */
-export async function openStore(config: OriginConfig, writeEpoch: string | undefined): Promise<ItemStore> {
+export async function openStore(config: OriginConfig, writeEpoch: string | undefined, log: (line: string) => void): Promise<ItemStore> {
   const { database } = config;
   if (database.kind === "sqlite") {
     // The purger reads what changed from the store: record it in the same transaction as each write.
-    return new SqliteItemStore(database.path, { ...(writeEpoch === undefined ? {} : { writeEpoch }), recordChanges: config.purge !== undefined });
+    return new SqliteItemStore(database.path, { ...(writeEpoch === undefined ? {} : { writeEpoch }), recordChanges: config.purge !== undefined, log });
   }
   const options = { ...postgresOptions(config, database.url), display: database.display };
   const shape = await preparePostgres(options, config.userTable);

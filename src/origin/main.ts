@@ -54,8 +54,10 @@ async function runSingle(config: OriginConfig): Promise<void> {
     process.exit(failure.exitCode);
   }
 
+  // The store answered a moment ago; if it blinks now, the startup line says so rather than the start failing.
+  const items = await origin.store.count().then(String, () => "?");
   const parts = [
-    `${await origin.store.count()} items in ${origin.store.description}${origin.seeded > 0 ? ` (seeded ${origin.seeded} sample items)` : ""}`,
+    `${items} items in ${origin.store.description}${origin.seeded > 0 ? ` (seeded ${origin.seeded} sample items)` : ""}`,
     config.token === undefined ? "no token check" : "x-origin-token required",
     origin.metricsUrl === undefined ? "metrics on the item port" : `metrics ${origin.metricsUrl}/metrics`,
   ];

@@ -121,6 +121,7 @@ export class OriginMetrics {
     counter("origin_feed_resets_total", "Times the change feed lost track and dropped every cached item", () => sources.feed().stats.resets);
     counter("origin_feed_poll_failures_total", "Polls of the change log that failed", () => sources.feed().stats.pollFailures);
     counter("origin_feed_listens_total", "Times the change feed's listener (re)connected", () => sources.feed().stats.listens);
+    counter("origin_feed_ignored_total", "Changes to ids that are not item ids (no request can name them), not applied", () => sources.feed().stats.ignored);
     counter("origin_stale_served_total", "Cached items served unconfirmed: the feed was down and the store did not answer", sources.staleServed);
     counter("origin_filter_rejections_total", "Misses answered 404 without a store read: the membership filter ruled the id out", () => sources.knownIds().rejections);
     gauge("origin_filter_ids", "Ids in the membership filter", () => sources.knownIds().ids);

@@ -79,7 +79,7 @@ export interface RunningOrigin {
 export async function startOrigin(options: StartOptions): Promise<RunningOrigin> {
   const { config } = options;
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const store = options.store ?? (await openStore(config, options.writeEpoch));
+  const store = options.store ?? (await openStore(config, options.writeEpoch, log));
   const feed = options.feed ?? feedFor(config, log);
   try {
     return await start(options, store, feed, log);

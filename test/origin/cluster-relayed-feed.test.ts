@@ -25,7 +25,7 @@ describe("RelayedChangeFeed", () => {
     expect(feed.healthy).toBe(true);
     feed.lostTrack("worker 2 died");
     expect(seen).toEqual(["a", "lost: worker 2 died"]);
-    expect(feed.stats).toEqual({ changes: 1, resets: 1, pollFailures: 0, listens: 1 });
+    expect(feed.stats).toEqual({ changes: 1, resets: 1, pollFailures: 0, listens: 1, ignored: 0 });
     await feed.close();
     feed.changed("after-close");
     expect(seen).toHaveLength(2);

@@ -6,6 +6,8 @@ import { DatabaseSync } from "node:sqlite";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { ChangeFeed } from "../../src/origin/feed/change-feed.ts";
+import { KnownIds } from "../../src/origin/reads/known-ids.ts";
+import type { ItemStore } from "../../src/origin/store/item-store.ts";
 import { get, RawConnection, start, tempDir, withBody } from "./harness.ts";
 
 const ready = async (origin: { known: { stats: { ready: boolean; builds: number } } }, builds = 1) => {
@@ -70,7 +72,7 @@ describe("membership filter", () => {
       get healthy() {
         return healthy;
       },
-      stats: { changes: 0, resets: 0, pollFailures: 0, listens: 0 },
+      stats: { changes: 0, resets: 0, pollFailures: 0, listens: 0, ignored: 0 },
       start: () => Promise.resolve(),
       close: () => Promise.resolve(),
     };
@@ -83,5 +85,88 @@ describe("membership filter", () => {
     expect((await c.send(get("/items/made-elsewhere"))).status).toBe(404); // the feed vouches: the filter is believed
     healthy = false;
     expect((await c.send(get("/items/made-elsewhere"))).status).toBe(200);
+  });
+});
+
+/** A store of `rows` whose every scan reads a snapshot at its start, then waits for `release()` before yielding it. */
+function heldStore(rows: string[]) {
+  const waiting: (() => void)[] = [];
+  let scans = 0;
+  let failing = false;
+  const store = {
+    count: async () => {
+      if (failing) throw new Error("the store is gone");
+      return rows.length;
+    },
+    async *ids() {
+      scans++;
+      const snapshot = [...rows]; // a cursor that has already read past these keys
+      await new Promise<void>((resolve) => waiting.push(resolve));
+      yield snapshot;
+    },
+  } as unknown as ItemStore;
+  return {
+    store,
+    scans: () => scans,
+    fail: () => (failing = true),
+    /** Resolves once a scan waits, then lets it yield. */
+    async release() {
+      while (waiting.length === 0) await new Promise((resolve) => setImmediate(resolve));
+      waiting.shift()!();
+    },
+  };
+}
+
+describe("KnownIds rebuilds", () => {
+  it("does not keep a scan that was running when changes were missed: it scans again", async () => {
+    const rows = ["a", "b"];
+    const held = heldStore(rows);
+    const known = new KnownIds(held.store, 100, () => true, () => {});
+    const first = known.build("start");
+    // Created by another instance while this one's feed was down: the feed never reports it, and the running
+    // scan has already read past where it lies.
+    rows.push("created-while-missed");
+    const second = known.build("changes were missed", true);
+    await held.release(); // the first scan ends: not kept
+    await held.release(); // the scan run again sees the create
+    await Promise.all([first, second]);
+    expect(held.scans()).toBe(2);
+    expect(known.stats.ready).toBe(true);
+    expect(known.mayExist("created-while-missed")).toBe(true);
+    expect(known.mayExist("never-created")).toBe(false);
+  });
+
+  it("keeps ids learnt during a scan that is run again", async () => {
+    const held = heldStore(["a"]);
+    const known = new KnownIds(held.store, 100, () => true, () => {});
+    const build = known.build("start");
+    known.add("written-during-the-first-scan"); // not committed yet when either scan reads
+    known.build("changes were missed", true);
+    await held.release();
+    await held.release();
+    await build;
+    expect(known.mayExist("written-during-the-first-scan")).toBe(true);
+  });
+
+  it("counts an id written again once, so updates never fill the filter", async () => {
+    const held = heldStore(["a"]);
+    const known = new KnownIds(held.store, 10, () => true, () => {});
+    const build = known.build("start");
+    await held.release();
+    await build;
+    for (let i = 0; i < 1_000; i++) known.add("a"); // the same item, updated a thousand times
+    expect(known.stats.ids).toBe(1);
+    expect(held.scans()).toBe(1); // no rebuild for a full filter
+  });
+
+  it("schedules no retry once closed", async () => {
+    const held = heldStore([]);
+    held.fail();
+    const lines: string[] = [];
+    const known = new KnownIds(held.store, 100, () => true, (line) => lines.push(line));
+    const build = known.build("start");
+    known.close();
+    await build;
+    expect(lines).toEqual([]); // no "retrying in 10 s": nothing left to retry for
   });
 });

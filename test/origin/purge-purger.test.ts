@@ -35,8 +35,11 @@ class MemorySource implements PurgeSource {
   async markCut(cut: PurgeCut): Promise<void> {
     for (const key of [...this.pending.keys()]) if (Number(key) <= (cut as PurgeCut & { upTo: number }).upTo) this.pending.delete(key);
   }
-  async backlog(): Promise<number> {
-    return this.pending.size;
+  /** The upTo of each call: the purger must count past its bound to compare with it. */
+  backlogAsked: number[] = [];
+  async backlog(upTo: number): Promise<number> {
+    this.backlogAsked.push(upTo);
+    return Math.min(upTo, this.pending.size);
   }
 }
 
@@ -304,9 +307,31 @@ describe("Purger", () => {
     expect(t.applied).toEqual([[ALL_ITEMS_TAG], ["item:late"]]);
     expect(t.purger.stats()).toMatchObject({ state: "ok", fallbacks: 1, purgedTags: 2, calls: 2 });
     expect(t.lines).toEqual([
-      expect.stringContaining("purge: FALLBACK: 1000 changes pending, over the bound of 825"),
+      expect.stringContaining("purge: FALLBACK: more than 825 changes pending (the bound)"),
       expect.stringContaining('purge: ok: one purge of tag "items" covered 1000 pending changes'),
     ]);
+  });
+
+  it("covers changes to ids no request can name without a tag (a user's table may hold any text)", async () => {
+    const t = await setup();
+    t.source.add("€-legacy", "has space");
+    t.purger.start();
+    await t.runUntil(() => t.source.pending.size === 0);
+    expect(t.applied).toEqual([]); // nothing at the edge is keyed by them: no call, no token spent
+    t.source.add("€-again", "ok");
+    await t.runUntil(() => t.source.pending.size === 0);
+    expect(t.applied).toEqual([["item:ok"]]);
+    expect(t.purger.stats()).toMatchObject({ state: "ok", purgedTags: 1, calls: 1, pending: 0 });
+  });
+
+  it("counts the backlog past its bound, however large overridden rates make the bound", async () => {
+    // CLOUDFLARE_PURGE_BURST=3000, CLOUDFLARE_PURGE_RATE=25: a bound of 30 × (3000 + 25 × 30) = 112,500.
+    const t = await setup({ purgerPlan: { rate: 25, burst: 3000 } });
+    t.source.add(...ids(112_501));
+    t.purger.start();
+    await t.runUntil(() => t.purger.stats().fallbacks === 1);
+    expect(t.source.backlogAsked[0]).toBe(112_501);
+    expect(t.lines[0]).toContain("purge: FALLBACK: more than 112500 changes pending (the bound)");
   });
 
   it("stop() leaves no timer behind, idle or with a call hanging (cancelled after the bound)", async () => {

@@ -86,12 +86,12 @@ describe.each([
   it("takes committed changes oldest first and counts them in the backlog", async () => {
     const { store, source } = await open();
     expect(await source.take(10)).toEqual([]);
-    expect(await source.backlog()).toBe(0);
+    expect(await source.backlog(1000)).toBe(0);
     await store.put("a", body);
     await store.put("b", body);
     expect(ids(await source.take(10))).toEqual(["a", "b"]);
     expect(ids(await source.take(1))).toEqual(["a"]);
-    expect(await source.backlog()).toBe(2);
+    expect(await source.backlog(1000)).toBe(2);
   });
 
   it("records the same id changed twice as two changes (the purger folds them into one tag)", async () => {
@@ -118,10 +118,10 @@ describe.each([
     const [a, b, c] = await source.take(10);
     await source.markPurged([a!.key, c!.key]);
     expect(await source.take(10)).toEqual([b]);
-    expect(await source.backlog()).toBe(1);
+    expect(await source.backlog(1000)).toBe(1);
     await source.markPurged([a!.key]); // again: nothing changes, nothing fails
     await source.markPurged([]);
-    expect(await source.backlog()).toBe(1);
+    expect(await source.backlog(1000)).toBe(1);
   });
 
   it("a cut covers what was pending when it was taken; a change committed after it stays pending", async () => {
@@ -137,7 +137,7 @@ describe.each([
     await store.put("d", body); // committed while the wide purge is in flight: it may not have covered d
     await source.markCut(cut); // the wide purge was accepted
     expect(ids(await source.take(10))).toEqual(["d"]);
-    expect(await source.backlog()).toBe(1);
+    expect(await source.backlog(1000)).toBe(1);
   });
 
   it("keeps what is pending across a restart of the store", async () => {
@@ -180,7 +180,7 @@ describe.each([
     purger.start();
     await purger.whenIdle();
     expect(calls).toEqual([["item:a", "item:b"]]);
-    expect(await source.backlog()).toBe(0);
+    expect(await source.backlog(1000)).toBe(0);
   });
 
   it("over the backlog bound, sends one wide purge and marks what it covered", async () => {
@@ -191,7 +191,7 @@ describe.each([
     await purger.whenIdle();
     expect(calls).toEqual([[ALL_ITEMS_TAG]]);
     expect(purger.stats()).toMatchObject({ fallbacks: 1, pending: 0 });
-    expect(await source.backlog()).toBe(0);
+    expect(await source.backlog(1000)).toBe(0);
   });
 });
 
@@ -238,7 +238,7 @@ describe("purge source on PostgreSQL: commit order is not seq order", () => {
     const cut = await source.cut();
     expect(cut.count).toBe(2);
     await source.markCut(cut);
-    expect(await source.backlog()).toBe(0);
+    expect(await source.backlog(1000)).toBe(0);
     await old.commit();
   });
 

@@ -32,7 +32,10 @@ describe("ORIGIN_TOKEN", () => {
     const ok = await c.send(get("/items/1", { "X-Origin-Token": SECRET }));
     expect(ok.status).toBe(200);
     expect(ok.header("etag")).toBe(etagFor(epochOf(ok.header("etag")), 1)); // the seeded version: nothing written
+    // PORT serves /healthz and /metrics too, behind the token, even with METRICS_PORT set.
+    expect(origin.metricsUrl).toBeDefined();
     expect((await c.send(get("/healthz", { "x-origin-token": SECRET }))).status).toBe(204);
+    expect((await c.send(get("/metrics", { "x-origin-token": SECRET }))).status).toBe(200);
     const put = await c.send(withBody("PUT", "/items/1", '{"v":2}', { "Content-Type": "application/json", "x-origin-token": SECRET }));
     expect(put.status).toBe(204);
   });

@@ -142,8 +142,21 @@ describe("serving the user's own table", () => {
     expect((await get(`${served.url}/items/B-2`)).body).toBe('{"name":"bolt"}');
   });
 
-  it("refuses ITEMS_* with the SQLite store, and seeding a table it does not own", () => {
+  it("refuses ITEMS_* with the SQLite store, a column without ITEMS_TABLE, and seeding a table it does not own", () => {
     expect(() => testConfig({ ITEMS_TABLE: "products" })).toThrow(/ITEMS_TABLE: needs PostgreSQL/);
+    // ITEMS_ID_COLUMN has a default ("id"): writing it is still a request the SQLite store cannot honour.
+    expect(() => testConfig({ ITEMS_ID_COLUMN: "sku" })).toThrow(/ITEMS_ID_COLUMN: needs PostgreSQL/);
+    expect(() => testConfig({ ITEMS_ID_COLUMN: " " })).not.toThrow(); // empty means the default, as everywhere
+    const orphan = (() => {
+      try {
+        testConfig({ DATABASE_URL: "postgres://db/x", ITEMS_ID_COLUMN: "sku", ITEMS_JSON_COLUMN: "doc" });
+      } catch (error) {
+        return (error as ConfigError).problems;
+      }
+      throw new Error("a column without ITEMS_TABLE was accepted");
+    })();
+    expect(orphan.map((p) => p.variable)).toEqual(["ITEMS_ID_COLUMN", "ITEMS_JSON_COLUMN"]);
+    expect(orphan[0]!.message).toBe("names a column of ITEMS_TABLE, which is not set: set ITEMS_TABLE to the table to serve, or unset ITEMS_ID_COLUMN.");
     expect(() => testConfig({ DATABASE_URL: "postgres://db/x", ITEMS_TABLE: "products", SEED_SAMPLE_ITEMS: "5" })).toThrow(/SEED_SAMPLE_ITEMS: cannot seed a table the origin does not own/);
   });
 });

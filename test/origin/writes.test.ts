@@ -1,7 +1,9 @@
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { describe, expect, it } from "vitest";
-import { epochOf, etagFor, get, RawConnection, start, tempDir, withBody } from "./harness.ts";
+import { SqliteItemStore } from "../../src/origin/store/sqlite-store.ts";
+import { StoreUnavailableError } from "../../src/origin/store/item-store.ts";
+import { epochOf, etagFor, get, RawConnection, start, storeWith, tempDir, withBody } from "./harness.ts";
 
 describe("writes", () => {
   it("read-your-writes: a PUT replaces what this instance serves at once, ETag moves on", async () => {
@@ -189,5 +191,28 @@ describe("bad input gets a clear error and changes nothing", () => {
     expect(r.header("connection")).toBe("close");
     await c.closed;
     expect(await origin.store.count()).toBe(0);
+  });
+});
+
+describe("a write whose outcome is unknown", () => {
+  it("answers 503 and tells the other processes the item may have changed (a needless invalidation is cheap)", async () => {
+    const dir = tempDir();
+    const inner = new SqliteItemStore(join(dir, "items.sqlite"));
+    await inner.seedIfEmpty([["a", Buffer.from('{"v":1}')]]);
+    const store = storeWith(inner, {
+      put: () => Promise.reject(new StoreUnavailableError("the store did not answer within 1000 ms (it may have committed)")),
+      delete: () => Promise.reject(new StoreUnavailableError("the store did not answer within 1000 ms (it may have committed)")),
+    });
+    const told: string[] = [];
+    const origin = await start({}, { dir, store, onCommitted: (id) => told.push(id) });
+    const c = await RawConnection.open(origin.port);
+    expect((await c.send(get("/items/a"))).body.toString()).toBe('{"v":1}'); // cached
+    expect((await c.send(withBody("PUT", "/items/a", '{"v":2}'))).status).toBe(503);
+    expect((await c.send(get("/items/a", {}, "DELETE"))).status).toBe(503);
+    expect(told).toEqual(["a", "a"]);
+    // Not served from the cache any more: the next read asks the store, which holds what really committed.
+    const reads = origin.loader.storeReads;
+    expect((await c.send(get("/items/a"))).body.toString()).toBe('{"v":1}');
+    expect(origin.loader.storeReads).toBe(reads + 1);
   });
 });

@@ -4,6 +4,12 @@ import { SlotLists } from "./slot-lists.ts";
 const ORDER = 0;
 
 /**
+ * Expired entries a cache reclaims per `set`, at most: more than the one entry a set can add, so expired
+ * entries never pile up, and few enough that a set after a long idle spell stays O(1).
+ */
+export const EXPIRED_PER_SET = 8;
+
+/**
  * Time-to-live bookkeeping: each slot's expiry time, and the slots in write order. With one TTL for
  * every entry, write order is expiry order, so the expired entries are always at the head and can
  * be reclaimed without a scan.

@@ -1,3 +1,6 @@
+/** The seed both caches hash keys with: the slab cache and its heap reference (ready-cache.ts) must make the same policy decisions. */
+export const CACHE_KEY_SEED = 0x5eed;
+
 /**
  * 32-bit hash of a cache key: FNV-1a over the UTF-16 code units, finished with murmur3's fmix32 so
  * that every input bit reaches every output bit (the frequency sketch slices the hash into indexes).

@@ -2,8 +2,8 @@
 // the origin serves from, with entries as plain objects. Kept as the reference the slab cache is held to: the
 // cache tests run the same cases against both, and bench:hitratio, bench/cache-memory.ts and the cluster
 // benchmark's TTL replay use it as their baseline.
-import { ExpiryQueue } from "./expiry-queue.ts";
-import { hashKey } from "./key-hash.ts";
+import { EXPIRED_PER_SET, ExpiryQueue } from "./expiry-queue.ts";
+import { CACHE_KEY_SEED, hashKey } from "./key-hash.ts";
 import type { SlabCacheStats } from "./slab-cache-stats.ts";
 import { WindowTinyLfu } from "./window-tinylfu.ts";
 
@@ -19,12 +19,6 @@ export interface ReadyCacheOptions {
 /** The slab cache's counters, without what only slabs have (allocated buffers). */
 export type ReadyCacheStats = Omit<SlabCacheStats, "allocatedBytes">;
 
-const HASH_SEED = 0x5eed;
-/**
- * Expired entries reclaimed per `set`, at most: more than the one entry a set can add, so expired
- * entries never pile up, and few enough that a set after a long idle spell stays O(1).
- */
-const EXPIRED_PER_SET = 8;
 
 /**
  * A byte-bounded, TTL-bounded cache of ready-to-send values under the slim-edge admission and
@@ -113,7 +107,7 @@ export class ReadyCache<V> {
       this.#slotOf.set(key, slot);
       this.#stats.entries++;
       if (this.#ttlMs > 0) this.#expiry.schedule(slot, now + this.#ttlMs);
-      this.#policy.add(slot, hashKey(key, HASH_SEED), bytes);
+      this.#policy.add(slot, hashKey(key, CACHE_KEY_SEED), bytes);
     }
     this.#stats.bytes = this.#policy.weightedSize;
   }

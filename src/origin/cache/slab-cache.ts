@@ -1,5 +1,5 @@
-import { ExpiryQueue } from "./expiry-queue.ts";
-import { hashKey } from "./key-hash.ts";
+import { EXPIRED_PER_SET, ExpiryQueue } from "./expiry-queue.ts";
+import { CACHE_KEY_SEED, hashKey } from "./key-hash.ts";
 import { PolicyBudget } from "./policy-budget.ts";
 import { effectiveSlabBytes, entryWeight, maxBytesForEntries, maxRecordInSlab } from "./slab-budget.ts";
 import { assertLatin1Key } from "./slab-record.ts";
@@ -31,9 +31,6 @@ export interface SlabCacheOptions {
   frequentHits?: { minimum: number; listener: FrequentHitListener };
 }
 
-const HASH_SEED = 0x5eed;
-/** As ReadyCache: more expired entries reclaimed per set than a set adds, few enough to stay O(1). */
-const EXPIRED_PER_SET = 8;
 
 /**
  * A byte-bounded, TTL-bounded cache of byte values kept off the V8 heap (BigCache's lesson: millions
@@ -88,7 +85,7 @@ export class SlabCache {
     this.#maxBytes = maxBytes;
     this.#ttlMs = ttlMs;
     this.#now = options.now ?? (() => performance.now());
-    this.#hash = options.hash ?? ((key) => hashKey(key, HASH_SEED));
+    this.#hash = options.hash ?? ((key) => hashKey(key, CACHE_KEY_SEED));
     this.#invalidated = options.invalidated;
     this.#slabBytes = effectiveSlabBytes(maxBytes, slabBytes);
     this.#budget = new PolicyBudget(maxBytes, this.#slabBytes, (slot) => this.#onEvict(slot));

@@ -86,7 +86,8 @@ async function start(message: Extract<ToWorker, { type: "slim-edge:start" }>): P
     pid: process.pid,
     fastPath: origin.fastPath,
     description: origin.store.description,
-    items: message.count ? await origin.store.count() : undefined,
+    // Undefined when not asked, or when the store blinks right now: the primary's startup line says "?".
+    items: message.count ? await origin.store.count().catch(() => undefined) : undefined,
     seeded: origin.seeded,
   });
 }

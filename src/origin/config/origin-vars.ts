@@ -226,7 +226,7 @@ export const ORIGIN_VARS = {
       name: "ORIGIN_PROCESSES",
       default: "1",
       meaning:
-        "Processes serving PORT on this machine (node:cluster): a whole number, or `auto` for one per core. Above 1, a primary process forks them, replaces one that dies, serves METRICS_PORT for all of them (counters summed, `origin_worker_*{worker}` per process; with METRICS_PORT=off each process serves only its own /metrics on PORT) and stops them together on SIGINT/SIGTERM. Each has its own cache: with SQLite the primary relays every write to the other processes' caches (FEED_STALE_BOUND_MS bounds how long a silent primary is trusted); with PostgreSQL each process follows the change feed itself.",
+        "Processes serving PORT on this machine (node:cluster): a whole number, or `auto` for one per core. Above 1, a primary process forks them, replaces one that dies, serves METRICS_PORT for all of them (counters summed, `origin_worker_*{worker}` per process; on PORT each process serves only its own /metrics, so METRICS_PORT=off leaves no merged page) and stops them together on SIGINT/SIGTERM. Each has its own cache: with SQLite the primary relays every write to the other processes' caches (FEED_STALE_BOUND_MS bounds how long a silent primary is trusted); with PostgreSQL each process follows the change feed itself.",
     },
     (raw, c) => (raw.trim() === "auto" ? availableParallelism() : readWholeNumber("ORIGIN_PROCESSES", raw, { min: 1, max: 1024, unit: "processes (or auto)", example: "4" }, c.problems)),
   ),

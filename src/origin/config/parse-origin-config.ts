@@ -92,9 +92,16 @@ export function parseOriginConfig(env: Env, argv: readonly string[] = [], cwd = 
     problems.push({ variable: "METRICS_PORT", message: `${v.METRICS_PORT} is the same as PORT: pick another port, or METRICS_PORT=off.` });
   }
   const postgres = v.DATABASE_URL.kind === "postgres";
+  // ITEMS_ID_COLUMN has a default, so only what the operator wrote says whether it was asked for.
+  const given = (name: OriginVarName) => (env[name] ?? "").trim() !== "";
+  const columns = ["ITEMS_ID_COLUMN", "ITEMS_JSON_COLUMN", "ITEMS_VERSION_COLUMN"] as const;
   if (!postgres) {
-    for (const name of ["ITEMS_TABLE", "ITEMS_JSON_COLUMN", "ITEMS_VERSION_COLUMN"] as const) {
-      if (v[name] !== undefined) problems.push({ variable: name, message: `needs PostgreSQL (DATABASE_URL=postgres://…); the embedded SQLite store only serves the origin's own items.` });
+    for (const name of ["ITEMS_TABLE", ...columns] as const) {
+      if (given(name)) problems.push({ variable: name, message: `needs PostgreSQL (DATABASE_URL=postgres://…); the embedded SQLite store only serves the origin's own items.` });
+    }
+  } else if (v.ITEMS_TABLE === undefined) {
+    for (const name of columns) {
+      if (given(name)) problems.push({ variable: name, message: `names a column of ITEMS_TABLE, which is not set: set ITEMS_TABLE to the table to serve, or unset ${name}.` });
     }
   }
   if (v.ITEMS_TABLE !== undefined && seedItems > 0) {

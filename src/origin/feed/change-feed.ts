@@ -20,6 +20,8 @@ export interface ChangeFeedStats {
   pollFailures: number;
   /** Times the listener (re)connected. */
   listens: number;
+  /** Changes to ids that are not item ids (a user's table may hold any text): no request can name them, none applied. */
+  ignored: number;
 }
 
 export interface ChangeFeed {
@@ -37,7 +39,7 @@ export interface ChangeFeed {
 /** The embedded store's feed: nothing to follow (this process writes everything), always healthy. */
 export class LocalChangeFeed implements ChangeFeed {
   readonly healthy = true;
-  readonly stats: ChangeFeedStats = { changes: 0, resets: 0, pollFailures: 0, listens: 0 };
+  readonly stats: ChangeFeedStats = { changes: 0, resets: 0, pollFailures: 0, listens: 0, ignored: 0 };
 
   start(): Promise<void> {
     return Promise.resolve();

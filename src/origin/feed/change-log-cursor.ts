@@ -1,13 +1,25 @@
 // Where one instance stands in the change log, and what it must do with what it reads: which ids to drop,
 // or "drop everything" when it cannot prove it missed nothing. Pure: the SQL is in postgres-change-feed.ts.
 //
-// Why xids and not just sequence numbers: a change's seq is drawn when its transaction writes, but
+// Why snapshots and not just sequence numbers: a change's seq is drawn when its transaction writes, but
 // transactions commit in any order, so "every seq after the last one I saw" misses a slow transaction that
-// drew a lower seq and committed later. A snapshot's xmin is exact: every transaction older than it has
-// committed or aborted, and every later one is still to be seen. So each poll asks for every row with
-// xid ≥ the xmin of the previous poll's snapshot (committed ones are all visible), applies the ones not
-// applied yet, and moves on to its own snapshot's xmin. NOTIFY only makes this fast; the polls make it
-// complete, also across a lost listener connection (NOTIFY does not keep messages for it).
+// drew a lower seq and committed later. A snapshot (pg_current_snapshot: xmin, xmax and the xids running
+// between them) says exactly which transactions had finished when it was taken. So each poll takes one, and
+// reads only the rows of transactions the previous poll's snapshot did not see as finished (xid ≥ its xmax,
+// or one of its running xids): every row its own snapshot sees, minus those an earlier poll already read.
+// By induction, after each poll every change whose transaction its snapshot sees as finished has been
+// applied, and each committed row is read by exactly one poll.
+//
+// Why not "xid ≥ the previous xmin" (what this did before): one transaction left open anywhere on the
+// server (xids are cluster-wide: any database, an idle-in-transaction session, a forgotten prepared
+// transaction) holds xmin back, and every poll re-read every row logged since; at a few hundred thousand
+// rows a poll outlasted STORE_TIMEOUT_MS and the feed went unhealthy. With the previous snapshot, a poll
+// reads what was committed since the last one, however old the oldest open transaction is.
+//
+// NOTIFY only makes this fast; the polls make it complete, also across a lost listener connection (NOTIFY
+// does not keep messages for it). A notified row is remembered (by seq) until a poll's snapshot sees its
+// transaction as finished; from then on no poll returns it again and a late duplicate is recognised by its
+// xid alone, so what is remembered is at most what was committed since the last poll.
 
 /** One row of the change log; `id` "" means everything changed (TRUNCATE). */
 export interface ChangeRow {
@@ -16,9 +28,16 @@ export interface ChangeRow {
   id: string;
 }
 
-/** One poll: the snapshot's xmin, the log's identity and pruning point, and the rows since the watermark. */
-export interface ChangePoll {
+/** A pg_snapshot: xids below xmin have finished, xmax and above had not started, `xip` were running. */
+export interface Snapshot {
   xmin: bigint;
+  xmax: bigint;
+  xip: readonly bigint[];
+}
+
+/** One poll: its snapshot, the log's identity and pruning point, and the rows the previous snapshot did not see. */
+export interface ChangePoll {
+  snapshot: Snapshot;
   feedId: string;
   prunedBelow: bigint;
   rows: readonly ChangeRow[];
@@ -28,53 +47,81 @@ export type CursorStep = { reset: false; ids: string[] } | { reset: true; reason
 
 export class ChangeLogCursor {
   #feedId: string | undefined;
-  #watermark: bigint | undefined;
-  /** seq → xid of rows applied that the next poll may return again (xid ≥ watermark). */
+  /** The last poll's snapshot: every change of a transaction it sees as finished has been applied. */
+  #since: Snapshot | undefined;
+  /** seq → xid of rows applied (by a notification) whose transaction #since does not see as finished. */
   #applied = new Map<string, bigint>();
 
-  /** Rows with xid ≥ this are what the next poll must return; undefined before the first poll. */
-  get watermark(): bigint | undefined {
-    return this.#watermark;
+  /** The last poll's snapshot (the next poll reads what it did not see); undefined before the first poll. */
+  get since(): Snapshot | undefined {
+    return this.#since;
+  }
+
+  /** Rows remembered as applied that a poll may still return (bounded by what was committed since the last poll). */
+  get held(): number {
+    return this.#applied.size;
   }
 
   /** A poll's result: the ids to drop (each once), or a reset when changes may have been missed. */
   absorb(poll: ChangePoll): CursorStep {
-    const first = this.#watermark === undefined;
+    const since = this.#since;
+    const { snapshot } = poll;
     let reason: string | undefined;
-    if (!first && poll.feedId !== this.#feedId) reason = "the change log was recreated (its feed id changed)";
-    else if (!first && poll.prunedBelow > this.#watermark!) reason = "changes were pruned from the log before this instance read them";
-    else if (!first && poll.xmin < this.#watermark!) reason = "the database's transaction ids went backwards (restored from a backup?)";
+    if (since !== undefined) {
+      if (poll.feedId !== this.#feedId) reason = "the change log was recreated (its feed id changed)";
+      // Every row this instance still needs has xid ≥ since.xmin (older ones were finished and seen).
+      else if (poll.prunedBelow > since.xmin) reason = "changes were pruned from the log before this instance read them";
+      else if (snapshot.xmin < since.xmin || snapshot.xmax < since.xmax) reason = "the database's transaction ids went backwards (restored from a backup?)";
+    }
     this.#feedId = poll.feedId;
+    this.#since = snapshot;
     if (reason !== undefined) {
-      this.#watermark = poll.xmin;
       this.#applied.clear();
       return { reset: true, reason };
     }
     const ids: string[] = [];
     let everything = false;
     for (const row of poll.rows) {
-      if (this.#applied.has(row.seq)) continue;
-      this.#applied.set(row.seq, row.xid);
+      // Already applied: by an earlier poll (its transaction had finished then), or by a notification.
+      if ((since !== undefined && finishedIn(row.xid, since)) || this.#applied.has(row.seq)) continue;
       if (row.id === "") everything = true;
       else ids.push(row.id);
     }
-    this.#watermark = poll.xmin;
-    for (const [seq, xid] of this.#applied) if (xid < poll.xmin) this.#applied.delete(seq);
+    // Rows of transactions this snapshot sees as finished: this poll returned them, no later poll will.
+    for (const [seq, xid] of this.#applied) if (finishedIn(xid, snapshot)) this.#applied.delete(seq);
     if (everything) return { reset: true, reason: "the items table was truncated" };
     return { reset: false, ids };
   }
 
   /**
    * A notification: the id to drop, "" for everything, or undefined when a poll (or an earlier
-   * notification) already applied it. A row older than the watermark was committed before the last poll's
-   * snapshot, so that poll or an earlier one returned it.
+   * notification) already applied it. A row whose transaction the last poll's snapshot sees as finished was
+   * returned by that poll or an earlier one.
    */
   notified(seq: string, xid: bigint, id: string): string | undefined {
-    if (this.#watermark !== undefined && xid < this.#watermark) return undefined;
+    if (this.#since !== undefined && finishedIn(xid, this.#since)) return undefined;
     if (this.#applied.has(seq)) return undefined;
     this.#applied.set(seq, xid);
     return id;
   }
+}
+
+/**
+ * Whether `snapshot` sees transaction `xid` as finished (committed or aborted), as pg_visible_in_snapshot
+ * does: a committed transaction's rows are visible in it exactly when this is true.
+ */
+export function finishedIn(xid: bigint, snapshot: Snapshot): boolean {
+  if (xid < snapshot.xmin) return true;
+  if (xid >= snapshot.xmax) return false;
+  return !snapshot.xip.includes(xid);
+}
+
+/** `xmin:xmax:xip,…` as pg_snapshot prints it, or undefined if malformed. */
+export function parseSnapshot(text: string): Snapshot | undefined {
+  const match = /^(\d+):(\d+):((?:\d+(?:,\d+)*)?)$/.exec(text);
+  if (match === null) return undefined;
+  const xip = match[3] === "" ? [] : match[3]!.split(",").map(BigInt);
+  return { xmin: BigInt(match[1]!), xmax: BigInt(match[2]!), xip };
 }
 
 /** `seq:xid:id` as the trigger sends it (the id may itself contain ':'), or undefined if malformed. */

@@ -1,14 +1,23 @@
 // Follows the PostgreSQL change log for one origin instance: NOTIFY brings each committed change within
 // milliseconds, and a poll of the log every FEED_POLL_MS makes the feed complete whatever NOTIFY lost (a
 // listener that was disconnected, a reconnect in backoff). change-log-cursor.ts decides what each poll and
-// notification means; this file does the I/O and keeps time.
+// notification means; this file does the I/O and keeps time, and hands each change to the handlers on its
+// own: an id that is not an item id (a user's table may hold any text) is counted and not handed to the
+// cache, and a handler that throws is logged with the id and does not keep the rest of the batch from them.
 
 import type { Sql } from "postgres";
 import { StoreUnavailableError } from "../store/item-store.ts";
 import { openPool, withDeadline, type PostgresOptions } from "../store/postgres/connection.ts";
 import { CHANGE_CHANNEL, CHANGES_TABLE, FEED_TABLE } from "../store/postgres/schema.ts";
+import { isItemId } from "../../shared/item-id.ts";
 import type { ChangeFeed, ChangeFeedStats, ChangeHandlers } from "./change-feed.ts";
-import { ChangeLogCursor, parseNotification, type ChangePoll, type CursorStep } from "./change-log-cursor.ts";
+import { ChangeLogCursor, parseNotification, parseSnapshot, type ChangePoll, type CursorStep, type Snapshot } from "./change-log-cursor.ts";
+
+/**
+ * How long the oldest transaction on the server may stay open before the feed says so (once): it no longer
+ * slows the polls, but the change log cannot be pruned past it (change-log-pruner.ts), so the log grows.
+ */
+export const OLD_TRANSACTION_LOG_MS = 10 * 60_000;
 
 export interface PostgresFeedOptions extends PostgresOptions {
   /** How often the change log is polled, ms. */
@@ -17,12 +26,30 @@ export interface PostgresFeedOptions extends PostgresOptions {
   staleBoundMs: number;
   log: (line: string) => void;
   now?: () => number;
+  /** The oldest open transaction is reported once it has held the snapshot's xmin this long, ms. */
+  oldTransactionLogMs?: number;
 }
 
-type PollRow = { xmin: string; feed_id: string; pruned_below: string; seq: string | null; xid: string | null; item_id: string | null };
+/** What the polls did, for tests and diagnosis: the work of a poll is the rows it read. */
+export interface FeedPollStats {
+  /** Successful polls. */
+  polls: number;
+  /** Change-log rows read by all of them (each committed row is read by one poll). */
+  rowsRead: number;
+  /** Rows read by the last successful poll, and by the largest. */
+  lastRows: number;
+  maxRows: number;
+  /** Notified changes remembered until a poll covers them (change-log-cursor.ts). */
+  held: number;
+  /** Changes whose handler threw (logged with the id; everything cached was dropped). */
+  handlerFailures: number;
+}
+
+type PollRow = { snapshot: string; feed_id: string; pruned_below: string; seq: string | null; xid: string | null; item_id: string | null };
 
 export class PostgresChangeFeed implements ChangeFeed {
-  readonly stats: ChangeFeedStats = { changes: 0, resets: 0, pollFailures: 0, listens: 0 };
+  readonly stats: ChangeFeedStats = { changes: 0, resets: 0, pollFailures: 0, listens: 0, ignored: 0 };
+  readonly pollStats: FeedPollStats = { polls: 0, rowsRead: 0, lastRows: 0, maxRows: 0, held: 0, handlerFailures: 0 };
   readonly #options: PostgresFeedOptions;
   readonly #now: () => number;
   readonly #cursor = new ChangeLogCursor();
@@ -37,6 +64,8 @@ export class PostgresChangeFeed implements ChangeFeed {
   #lastGoodPollStarted = Number.NEGATIVE_INFINITY;
   #failing = false;
   #closed = false;
+  /** The oldest transaction open on the server (the last snapshot's xmin), since when, and whether it was logged. */
+  #oldest: { xid: bigint; since: number; logged: boolean } | undefined;
 
   constructor(options: PostgresFeedOptions) {
     this.#options = options;
@@ -61,7 +90,10 @@ export class PostgresChangeFeed implements ChangeFeed {
         if (this.stats.listens > 1) this.#poll();
       },
     );
-    await this.#pollOnce();
+    // Through #poll, so that a reconnect during it queues the next poll instead of running one beside it
+    // (two polls from one snapshot, absorbed out of order, would look like xids going backwards).
+    this.#poll();
+    await this.#polling;
     if (!this.healthy) throw new Error("the first poll of the change log failed (see the log line above)");
     this.#timer = setInterval(() => this.#poll(), this.#options.pollMs);
     this.#timer.unref();
@@ -83,6 +115,7 @@ export class PostgresChangeFeed implements ChangeFeed {
     const change = parseNotification(payload);
     if (change === undefined || this.#closed) return;
     const id = this.#cursor.notified(change.seq, change.xid, change.id);
+    this.pollStats.held = this.#cursor.held;
     if (id === undefined) return;
     if (id === "") this.#apply({ reset: true, reason: "the items table was truncated" });
     else this.#apply({ reset: false, ids: [id] });
@@ -107,34 +140,48 @@ export class PostgresChangeFeed implements ChangeFeed {
   async #pollOnce(): Promise<void> {
     const sql = this.#poller!;
     const started = this.#now();
-    const watermark = this.#cursor.watermark;
+    const since = this.#cursor.since;
     try {
-      // One statement, one snapshot: its xmin and the rows it sees belong together.
+      // One statement, one snapshot: the snapshot and the rows it sees belong together. Only the rows of
+      // transactions the previous poll's snapshot did not see as finished (change-log-cursor.ts); both arms
+      // are ranges of the xid index, so the work is what was committed since, not what the oldest open
+      // transaction holds back. No previous snapshot (the first poll): no rows, the cache is empty.
       const rows = await withDeadline(
         sql<PollRow[]>`
-          WITH s AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin)
-          SELECT s.xmin::text AS xmin, f.feed_id::text AS feed_id, f.pruned_below::text AS pruned_below,
+          WITH s AS MATERIALIZED (SELECT pg_current_snapshot()::text AS snapshot)
+          SELECT s.snapshot, f.feed_id::text AS feed_id, f.pruned_below::text AS pruned_below,
                  c.seq::text AS seq, c.xid::text AS xid, c.item_id
           FROM s CROSS JOIN ${sql(FEED_TABLE)} f
-          LEFT JOIN ${sql(CHANGES_TABLE)} c ON c.xid >= COALESCE(${watermark === undefined ? null : String(watermark)}::xid8, s.xmin)
+          LEFT JOIN ${sql(CHANGES_TABLE)} c
+            ON c.xid >= ${since === undefined ? null : String(since.xmax)}::xid8
+            OR c.xid = ANY (string_to_array(${since === undefined ? null : since.xip.join(",")}::text, ',')::xid8[])
           ORDER BY c.seq`,
         this.#options.timeoutMs,
         "polling the change log",
       );
       if (this.#closed || rows.length === 0) return;
       const first = rows[0]!;
+      const snapshot = parseSnapshot(first.snapshot);
+      if (snapshot === undefined) throw new Error(`unexpected snapshot ${JSON.stringify(first.snapshot)}`);
       const poll: ChangePoll = {
-        xmin: BigInt(first.xmin),
+        snapshot,
         feedId: first.feed_id,
         prunedBelow: BigInt(first.pruned_below),
         rows: rows.filter((r) => r.seq !== null).map((r) => ({ seq: r.seq!, xid: BigInt(r.xid!), id: r.item_id! })),
       };
+      this.pollStats.polls++;
+      this.pollStats.rowsRead += poll.rows.length;
+      this.pollStats.lastRows = poll.rows.length;
+      this.pollStats.maxRows = Math.max(this.pollStats.maxRows, poll.rows.length);
       this.#lastGoodPollStarted = started;
       if (this.#failing) {
         this.#failing = false;
         this.#options.log("origin: change feed: polling the change log again");
       }
-      this.#apply(this.#cursor.absorb(poll));
+      this.#watchOldest(snapshot, started);
+      const step = this.#cursor.absorb(poll);
+      this.pollStats.held = this.#cursor.held;
+      this.#apply(step);
     } catch (error) {
       this.stats.pollFailures++;
       if (!this.#closed && error instanceof StoreUnavailableError && error.timedOut) {
@@ -150,17 +197,72 @@ export class PostgresChangeFeed implements ChangeFeed {
     }
   }
 
+  /** Hands each change to the handlers on its own: one that fails or cannot be cached never holds back the others. */
   #apply(step: CursorStep): void {
     const handlers = this.#handlers!;
     if (step.reset) {
-      this.stats.resets++;
-      this.#options.log(`origin: change feed: ${step.reason}; dropping every cached item`);
-      handlers.lostTrack(step.reason);
+      this.#lostTrack(step.reason);
       return;
     }
+    let failed: string | undefined;
     for (const id of step.ids) {
+      // No request can name it (src/shared/item-id.ts), so nothing cached or filtered can be keyed by it; the
+      // purger reads the change log itself (purge/postgres-purge-source.ts), so it loses nothing either.
+      if (!isItemId(id)) {
+        if (this.stats.ignored++ === 0) {
+          this.#options.log(
+            `origin: change feed: ignoring changes to ids that are not item ids (first: ${JSON.stringify(id.slice(0, 140))}); no request can ask for them, so nothing cached is keyed by them`,
+          );
+        }
+        continue;
+      }
       this.stats.changes++;
-      handlers.changed(id);
+      try {
+        handlers.changed(id);
+      } catch (error) {
+        this.pollStats.handlerFailures++;
+        failed = id;
+        this.#options.log(`origin: change feed: applying the change to ${JSON.stringify(id)} failed (${describe(error)})`);
+      }
+    }
+    // Whatever the failed handler left undone (a stale entry kept?), dropping everything undoes it.
+    if (failed !== undefined) this.#lostTrack(`applying the change to ${JSON.stringify(failed)} failed`);
+  }
+
+  #lostTrack(reason: string): void {
+    this.stats.resets++;
+    this.#options.log(`origin: change feed: ${reason}; dropping every cached item`);
+    try {
+      this.#handlers!.lostTrack(reason);
+    } catch (error) {
+      this.pollStats.handlerFailures++;
+      this.#options.log(`origin: change feed: dropping every cached item failed (${describe(error)})`);
     }
   }
+
+  /**
+   * Says once when the oldest transaction on the server (in any database: xids are cluster-wide) has stayed
+   * open for OLD_TRANSACTION_LOG_MS, and once when it ends. The polls do not slow down for it (they read
+   * only what was committed since the last one), but the change log cannot be pruned past it.
+   */
+  #watchOldest(snapshot: Snapshot, now: number): void {
+    const open = snapshot.xmin < snapshot.xmax ? snapshot.xmin : undefined;
+    const oldest = this.#oldest;
+    if (oldest !== undefined && oldest.xid === open) {
+      if (!oldest.logged && now - oldest.since >= (this.#options.oldTransactionLogMs ?? OLD_TRANSACTION_LOG_MS)) {
+        oldest.logged = true;
+        this.#options.log(
+          `origin: change feed: transaction ${oldest.xid} has been open for over ${Math.floor((now - oldest.since) / 1000)} s, the oldest on the PostgreSQL server (in any database); the change log cannot be pruned past it until it ends (see pg_stat_activity.backend_xid and pg_prepared_xacts)`,
+        );
+      }
+      return;
+    }
+    if (oldest?.logged) this.#options.log(`origin: change feed: transaction ${oldest.xid} has ended after at least ${Math.floor((now - oldest.since) / 1000)} s`);
+    this.#oldest = open === undefined ? undefined : { xid: open, since: now, logged: false };
+    if (open !== undefined) this.#watchOldest(snapshot, now); // a threshold of 0 logs at once
+  }
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

@@ -30,7 +30,7 @@ export interface RelayedChangeFeedOptions {
 }
 
 export class RelayedChangeFeed implements ChangeFeed {
-  readonly stats: ChangeFeedStats = { changes: 0, resets: 0, pollFailures: 0, listens: 0 };
+  readonly stats: ChangeFeedStats = { changes: 0, resets: 0, pollFailures: 0, listens: 0, ignored: 0 };
   readonly #staleBoundMs: number;
   readonly #now: () => number;
   #handlers: ChangeHandlers | undefined;

@@ -52,7 +52,11 @@ export class MembershipFilter {
     this.#words = new Int32Array(blocks * WORDS_PER_BLOCK);
   }
 
-  /** Ids added so far (an id added twice counts twice). */
+  /**
+   * Ids added so far that it did not already seem to hold: an id added again (every update of an item is
+   * added) counts once, so the count follows the ids, not the writes. An id that was a false positive
+   * does not count either: the count runs at most the false-positive rate below the distinct ids.
+   */
   get count(): number {
     return this.#count;
   }
@@ -65,11 +69,15 @@ export class MembershipFilter {
     const words = this.#words;
     const block = this.#block(id);
     const second = this.#hash[1]!;
+    let unset = 0;
     for (let i = 0; i < this.#hashes; i++) {
       const bit = Math.imul(second, BIT_MULTIPLIERS[i]!) >>> BIT_SHIFT;
-      words[block + (bit >>> 5)]! |= 1 << (bit & 31);
+      const word = block + (bit >>> 5);
+      const mask = 1 << (bit & 31);
+      unset |= ~words[word]! & mask;
+      words[word]! |= mask;
     }
-    this.#count++;
+    if (unset !== 0) this.#count++;
   }
 
   /** False: `id` was certainly never added. True: it probably was. Allocates nothing. */

@@ -22,7 +22,11 @@ export interface ItemWritesOptions {
   maxItemBytes: number;
   /** Why writes are refused when the store is read-only (names the variable that made it so). */
   readOnlyReason: string;
-  /** A write through this instance committed (before its 204): relays, the purger, the membership filter. */
+  /**
+   * A write through this instance committed (before its 204), or failed and may have committed (a timeout,
+   * a writer lost mid-commit): relays, the purger. Told of a failure too, since a needless invalidation
+   * elsewhere costs one store read and a missed one leaves a stale copy.
+   */
   committed: (id: string) => void;
   log: (line: string) => void;
 }
@@ -45,7 +49,7 @@ export class ItemWrites {
       if (method === "PUT") await this.#put(req, res, id, contentType);
       else await this.#delete(res, id);
     } catch (error) {
-      // The write may or may not have committed (a timeout): the change feed reports it if it did.
+      // The write may or may not have committed (a timeout): the others were told it may have (#put, #delete).
       const unavailable = error instanceof StoreUnavailableError;
       this.#o.log(`origin: ${method} /items/${id} failed: ${unavailable ? (error as Error).message : ((error as Error)?.stack ?? String(error))}`);
       if (res.headersSent) res.destroy();
@@ -87,6 +91,7 @@ export class ItemWrites {
       etag = await this.#timed("put", () => store.put(id, json.minified));
     } catch (error) {
       loader.endWrite(ticket, undefined);
+      this.#o.committed(id);
       throw error;
     }
     loader.endWrite(ticket, wire.entry({ etag, body: json.minified }));
@@ -102,6 +107,7 @@ export class ItemWrites {
       await this.#timed("delete", () => store.delete(id));
     } catch (error) {
       loader.endWrite(ticket, undefined);
+      this.#o.committed(id);
       throw error;
     }
     loader.endWrite(ticket, MISSING);

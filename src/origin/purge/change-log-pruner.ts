@@ -7,7 +7,7 @@
 // same log: whenever rows are deleted, `slim_edge_feed.pruned_below` is raised, in the same statement, to the
 // highest deleted xid + 1, so an instance whose feed is behind that point resets its cache instead of missing
 // a change (change-log-cursor.ts). Only rows whose transaction is older than the statement's snapshot xmin are
-// deleted: an instance that polled a moment ago has a watermark near that xmin, so a transaction held open
+// deleted: an instance that polled a moment ago holds a snapshot whose xmin is near that one, so a transaction held open
 // for long (anywhere in the cluster) delays pruning instead of making every instance reset its cache.
 //
 // Batches: PostgreSQL walks the log in seq order, `batch` rows per statement, and stops at the first window

@@ -21,17 +21,10 @@ import type { PendingQuery, Row, Sql } from "postgres";
 import { StoreUnavailableError } from "../store/item-store.ts";
 import { openPool, withDeadline, type PostgresOptions } from "../store/postgres/connection.ts";
 import { CHANGES_TABLE } from "../store/postgres/schema.ts";
-import type { PendingChange, PurgeCut, PurgeSource } from "./purge-source.ts";
+import { CUT_COUNT_CAP, type PendingChange, type PurgeCut, type PurgeSource } from "./purge-source.ts";
 
 /** Rows marked per statement (markPurged keys, markCut rows): each statement stays short under the deadline. */
 const MARK_BATCH = 5_000;
-/**
- * Pending changes are counted up to this many: a day of writes left pending (purges refused) would otherwise take
- * longer to count than the store deadline (1 s by default) allows, and a cut that always times out would keep the
- * wide purge from ever being sent. Above every plan's backlog bound (60,000 for Enterprise, purge-policy.ts), so
- * the purger's fallback decision is exact.
- */
-export const POSTGRES_BACKLOG_COUNT_CAP = 100_000;
 
 interface PostgresCut extends PurgeCut {
   readonly source: PostgresPurgeSource;
@@ -76,7 +69,7 @@ export class PostgresPurgeSource implements PurgeSource {
     const rows = await this.#query(
       (sql) => sql<{ snapshot: string; count: number; last_seq: string }[]>`
         SELECT pg_current_snapshot()::text AS snapshot,
-          (SELECT count(*) FROM (SELECT 1 FROM ${sql(CHANGES_TABLE)} WHERE NOT purged LIMIT ${POSTGRES_BACKLOG_COUNT_CAP}) p)::int AS count,
+          (SELECT count(*) FROM (SELECT 1 FROM ${sql(CHANGES_TABLE)} WHERE NOT purged LIMIT ${CUT_COUNT_CAP}) p)::int AS count,
           coalesce((SELECT seq FROM ${sql(CHANGES_TABLE)} WHERE NOT purged ORDER BY seq DESC LIMIT 1), 0)::text AS last_seq`,
       "counting pending changes",
     );
@@ -104,11 +97,10 @@ export class PostgresPurgeSource implements PurgeSource {
     }
   }
 
-  /** Capped at POSTGRES_BACKLOG_COUNT_CAP. */
-  async backlog(): Promise<number> {
+  async backlog(upTo: number): Promise<number> {
     const rows = await this.#query(
       (sql) => sql<{ n: number }[]>`
-        SELECT count(*)::int AS n FROM (SELECT 1 FROM ${sql(CHANGES_TABLE)} WHERE NOT purged LIMIT ${POSTGRES_BACKLOG_COUNT_CAP}) p`,
+        SELECT count(*)::int AS n FROM (SELECT 1 FROM ${sql(CHANGES_TABLE)} WHERE NOT purged LIMIT ${upTo}) p`,
       "counting pending changes",
     );
     return rows[0]!.n;

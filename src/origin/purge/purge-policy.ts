@@ -21,6 +21,7 @@
 // bound trip early: the safe side.
 
 import { ALL_ITEMS_TAG, itemTag } from "../../shared/cache-tag.ts";
+import { isItemId } from "../../shared/item-id.ts";
 import { MAX_TAGS_PER_CALL } from "./cloudflare-purge-api.ts";
 import type { PendingChange } from "./purge-source.ts";
 import type { PurgeRate } from "./token-bucket.ts";
@@ -67,13 +68,19 @@ export function backoffMs(failures: number, tuning: Pick<PurgerTuning, "backoffB
  * The first 30 distinct tags among `changes` and the keys of every change they cover (a burst of writes to one
  * id is one tag); `more` when some change was left for the next call. Tags compare without case, as Cloudflare's
  * do ("Case is not sensitive", https://developers.cloudflare.com/cache/how-to/purge-cache/purge-by-tags/): ids
- * `A` and `a` share one purge.
+ * `A` and `a` share one purge. A change to an id that is not an item id (a user's table may hold any text)
+ * is covered without a tag: no request can name it, so the edge holds nothing under it, and its tag might be
+ * one Cloudflare refuses, which would hold back every purge behind it.
  */
 export function batchOf(changes: readonly PendingChange[]): { tags: string[]; keys: string[]; more: boolean } {
   const tags = new Map<string, string>();
   const keys: string[] = [];
   let more = false;
   for (const change of changes) {
+    if (change.id !== "" && !isItemId(change.id)) {
+      keys.push(change.key);
+      continue;
+    }
     const folded = change.id.toLowerCase();
     if (!tags.has(folded)) {
       if (tags.size === MAX_TAGS_PER_CALL) {

@@ -10,8 +10,16 @@ export interface PendingChange {
   id: string;
 }
 
+/**
+ * A cut counts its changes up to this many (the count only reports: the cut's own bounds say what it covers):
+ * a day of writes left pending (purges refused) would take longer to count than the store deadline allows,
+ * and a cut that always timed out would keep the wide purge from ever being sent.
+ */
+export const CUT_COUNT_CAP = 100_000;
+
 /** Opaque: everything pending at one moment. */
 export interface PurgeCut {
+  /** Capped at CUT_COUNT_CAP. */
   readonly count: number;
 }
 
@@ -23,6 +31,9 @@ export interface PurgeSource {
   cut(): Promise<PurgeCut>;
   /** After the wide purge was accepted: all of that cut is purged. */
   markCut(cut: PurgeCut): Promise<void>;
-  /** How many changes are pending. */
-  backlog(): Promise<number>;
+  /**
+   * How many changes are pending, counted up to `upTo` (never more): enough to compare with a bound, without
+   * the cost of counting a backlog that grew for hours.
+   */
+  backlog(upTo: number): Promise<number>;
 }

@@ -163,16 +163,23 @@ export class Purger {
       if (this.#fallback !== null) return await this.#wideRound();
       const { takeLimit, backlogBound, failingBoundMs } = this.#o;
       const changes = await this.#source.take(takeLimit);
-      const pending = changes.length < takeLimit ? changes.length : await this.#source.backlog();
+      const pending = changes.length < takeLimit ? changes.length : await this.#source.backlog(backlogBound + 1);
       this.#stats.pending = pending;
       if (changes.length === 0) return this.#settled();
       const now = this.#timers.now();
-      if (pending > backlogBound) return this.#enterFallback(`${pending} changes pending, over the bound of ${backlogBound}`);
+      if (pending > backlogBound) return this.#enterFallback(`more than ${backlogBound} changes pending (the bound)`);
       if (this.#failingSince !== null && now - this.#failingSince > failingBoundMs) {
         return this.#enterFallback(`purges have failed for ${Math.round((now - this.#failingSince) / 1000)} s (bound ${failingBoundMs / 1000} s)`);
       }
-      if (!this.#takeToken()) return;
       const batch = batchOf(changes);
+      if (batch.tags.length === 0) {
+        // Only changes to ids no request can name: nothing at the edge to purge.
+        await this.#source.markPurged(batch.keys);
+        this.#stats.pending = Math.max(0, pending - batch.keys.length);
+        this.#runAt = this.#timers.now();
+        return;
+      }
+      if (!this.#takeToken()) return;
       const outcome = await this.#call((signal) => this.#api.purgeTags(batch.tags, signal));
       if (outcome.kind !== "accepted") return this.#noteFailure(outcome);
       await this.#source.markPurged(batch.keys);

@@ -5,16 +5,10 @@
 // cut is simply the highest pending seq, and whatever commits later gets a higher one and stays pending.
 
 import type { SqliteItemStore } from "../store/sqlite-store.ts";
-import type { PendingChange, PurgeCut, PurgeSource } from "./purge-source.ts";
+import { CUT_COUNT_CAP, type PendingChange, type PurgeCut, type PurgeSource } from "./purge-source.ts";
 
 /** Rows marked per writer transaction by markCut: a wide purge may cover a large backlog, writes go between. */
 const MARK_BATCH = 5_000;
-/**
- * Pending changes are counted up to this many (4-30 ms on the event loop; see pendingChangeSummary): above
- * every plan's backlog bound (60,000 for Enterprise, purge-policy.ts), so the purger's fallback decision is exact,
- * while a backlog that grows for hours (purges refused) never stalls reads for a full count.
- */
-export const SQLITE_BACKLOG_COUNT_CAP = 100_000;
 
 interface SqliteCut extends PurgeCut {
   readonly source: SqlitePurgeSource;
@@ -45,7 +39,7 @@ export class SqlitePurgeSource implements PurgeSource {
 
   cut(): Promise<PurgeCut> {
     return this.#read(() => {
-      const { count, lastSeq } = this.#store.pendingChangeSummary(SQLITE_BACKLOG_COUNT_CAP);
+      const { count, lastSeq } = this.#store.pendingChangeSummary(CUT_COUNT_CAP);
       return { count, lastSeq, source: this } satisfies SqliteCut;
     });
   }
@@ -56,9 +50,9 @@ export class SqlitePurgeSource implements PurgeSource {
     while ((await this.#store.markChangesPurgedUpTo(lastSeq, MARK_BATCH)) === MARK_BATCH);
   }
 
-  /** Capped at SQLITE_BACKLOG_COUNT_CAP. */
-  backlog(): Promise<number> {
-    return this.#read(() => this.#store.pendingChangeSummary(SQLITE_BACKLOG_COUNT_CAP).count);
+  /** 4-30 ms on the event loop per 100,000 counted (see pendingChangeSummary). */
+  backlog(upTo: number): Promise<number> {
+    return this.#read(() => this.#store.pendingChangeSummary(upTo).count);
   }
 
   /** A synchronous read as a promise: a closed store rejects (the purger counts it as a retryable failure). */

@@ -130,7 +130,9 @@ export class ItemLoader {
     const unchanged = activity !== undefined && activity.generation === ticket.generation;
     if (activity !== undefined) {
       activity.writes--;
-      if (!unchanged) activity.generation++;
+      // Always: a read that started while the write ran may have read the row as it was before the commit,
+      // and must not put it back over what the write cached.
+      activity.generation++;
       this.#forgetIfIdle(ticket.id, activity);
     }
     if (unchanged && entry !== undefined) this.#cache.set(ticket.id, entry);

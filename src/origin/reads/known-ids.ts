@@ -5,8 +5,9 @@
 // while the feed is healthy: an id created elsewhere while the feed was down is unknown to it.
 //
 // Never a false negative: while the filter is (re)built from the store it is not consulted (every miss
-// reads the store), ids learnt meanwhile are added to the new filter too, and a full filter keeps
-// answering (it only says "maybe" more often) while a larger one is built.
+// reads the store), ids learnt meanwhile are added to the new filter too, a scan that was already running
+// when changes were missed is thrown away and run again (it may have read past a missed create), and a
+// full filter keeps answering (it only says "maybe" more often) while a larger one is built.
 
 import { MembershipFilter } from "../filter/membership-filter.ts";
 import type { ItemStore } from "../store/item-store.ts";
@@ -36,7 +37,10 @@ export class KnownIds {
   /** Ids learnt while a new filter is being built from the store (added to it when the scan ends). */
   #learnt: string[] | undefined;
   #building: Promise<void> | undefined;
+  /** Bumped whenever changes may have been missed: a scan that started before the last bump is not kept. */
+  #missed = 0;
   #retry: NodeJS.Timeout | undefined;
+  #closed = false;
   readonly stats: KnownIdsStats = { rejections: 0, ids: 0, bytes: 0, ready: false, builds: 0 };
 
   /** `capacity` 0 turns the filter off; `trusted` says whether the change feed is healthy. */
@@ -80,6 +84,7 @@ export class KnownIds {
     if (distrust) {
       this.#filter = undefined;
       this.stats.ready = false;
+      this.#missed++;
     }
     if (this.#building !== undefined) return this.#building;
     this.#building = this.#scan(reason).finally(() => {
@@ -89,23 +94,34 @@ export class KnownIds {
   }
 
   close(): void {
+    this.#closed = true;
     clearTimeout(this.#retry);
   }
 
   async #scan(reason: string): Promise<void> {
     clearTimeout(this.#retry);
     const started = performance.now();
+    // Kept across a scan run again: an id learnt during the first may not have committed before the second
+    // read past it.
     this.#learnt = [];
     try {
-      const count = await this.#store.count();
-      const capacity =
-        this.#capacity === "auto" ? Math.max(MIN_AUTO_CAPACITY, 2 * count, 2 * (this.#filter?.count ?? 0)) : Math.max(this.#capacity, count + 1);
-      const filter = new MembershipFilter(capacity);
-      for await (const batch of this.#store.ids()) {
-        for (const id of batch) filter.add(id);
-        // Let requests through between batches: a scan of millions of ids must not stall the port.
-        await new Promise((resolve) => setImmediate(resolve));
+      let filter: MembershipFilter;
+      let capacity: number;
+      for (;;) {
+        const missed = this.#missed;
+        const count = await this.#store.count();
+        capacity =
+          this.#capacity === "auto" ? Math.max(MIN_AUTO_CAPACITY, 2 * count, 2 * (this.#filter?.count ?? 0)) : Math.max(this.#capacity, count + 1);
+        filter = new MembershipFilter(capacity);
+        for await (const batch of this.#store.ids()) {
+          for (const id of batch) filter.add(id);
+          // Let requests through between batches: a scan of millions of ids must not stall the port.
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        if (this.#closed || missed === this.#missed) break;
+        reason = "changes were missed while the store was being scanned";
       }
+      if (this.#closed) return;
       for (const id of this.#learnt) filter.add(id);
       this.#filter = filter;
       this.stats.ids = filter.count;
@@ -117,6 +133,7 @@ export class KnownIds {
         this.#log(`origin: membership filter: ${filter.count} ids, sized for ${capacity} (${(filter.bytes / 2 ** 20).toFixed(1)} MiB), rebuilt in ${((performance.now() - started) / 1000).toFixed(1)} s (${reason})`);
       }
     } catch (error) {
+      if (this.#closed) return;
       this.#log(`origin: membership filter: could not be built (${(error as Error).message}); every miss reads the store until it is (retrying in ${RETRY_MS / 1000} s)`);
       this.#retry = setTimeout(() => void this.build(reason), RETRY_MS);
       this.#retry.unref();

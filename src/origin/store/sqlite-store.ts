@@ -3,8 +3,9 @@ import { dirname } from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { Worker } from "node:worker_threads";
 import { EPOCH, etagFor, randomEpoch } from "./etag.ts";
-import type { ItemStore, StoredItem } from "./item-store.ts";
-import type { WriteReply, WriteRequest } from "./sqlite-writer.ts";
+import { StoreUnavailableError, type ItemStore, type StoredItem } from "./item-store.ts";
+import { isBusy } from "./sqlite-busy.ts";
+import type { WriteReply, WriteRequest, WriterData, WriterMessage } from "./sqlite-writer.ts";
 
 /**
  * 1: items (id, version, body). 2: + epoch. 3: + the `changes` outbox the purger drains. An older file is
@@ -13,6 +14,17 @@ import type { WriteReply, WriteRequest } from "./sqlite-writer.ts";
 const SCHEMA_VERSION = 3;
 /** Ids handed out per batch by `ids()`. */
 const ID_BATCH = 10_000;
+/** How long a statement waits for another connection's lock before it fails with SQLITE_BUSY. */
+const BUSY_TIMEOUT_MS = 5000;
+/**
+ * Restarting a writer thread that stopped: at once when it is the first to stop since one ran for
+ * WRITER_STABLE_MS, else after a delay doubling from the base to the cap (as cluster/restart-policy.ts
+ * replaces processes), never given up: a file that stays unwritable costs one thread start per cap, and
+ * writes work again once it is fixed.
+ */
+const WRITER_BASE_DELAY_MS = 100;
+const WRITER_MAX_DELAY_MS = 5000;
+const WRITER_STABLE_MS = 10_000;
 
 /**
  * Versions are per item and never reused: a delete keeps a tombstone holding the version, so a later PUT
@@ -35,6 +47,12 @@ const ID_BATCH = 10_000;
  * Writes go to a worker thread with its own connection (sqlite-writer.ts), so an fsync never blocks the
  * event loop that serves reads, and writes that queue up while one commits share the next commit.
  *
+ * Failed writes: another connection holding the write lock past busy_timeout (another origin process, a
+ * backup tool) fails the writes waiting for it with StoreUnavailableError (503), nothing written; other
+ * failures reject with an Error saying whether the write may have committed. A writer thread that stops
+ * anyway is started again (see WRITER_BASE_DELAY_MS): the writes it held are rejected as possibly committed,
+ * writes sent while none runs fail at once with StoreUnavailableError, and ping() is false until one runs.
+ *
  * The change outbox (`recordChanges`, when the edge is purged on change): every committed PUT, every DELETE
  * of a live item and every seeded item adds a row to `changes` in the same transaction as the item, so a
  * change that committed is never lost to a crash before its purge (the purger resumes from the table after a
@@ -55,14 +73,22 @@ export class SqliteItemStore implements ItemStore {
   readonly #pending: StatementSync;
   readonly #lastPending: StatementSync;
   readonly #pendingCount: StatementSync;
-  readonly #writer: Worker;
   readonly #epoch: string;
+  readonly #busyTimeoutMs: number;
+  readonly #log: (line: string) => void;
+  readonly #writerData: WriterData;
+  /** Replies awaited from the running writer thread (rejected when it stops). */
   readonly #waiting = new Map<number, { resolve: (v: number | boolean) => void; reject: (e: Error) => void }>();
+  #writer: Worker | undefined;
+  /** Why the last writer thread stopped, until its replacement is ready. */
+  #writerDown: string | undefined;
+  #writerRestart: NodeJS.Timeout | undefined;
+  /** Writer threads that stopped in a row without one that ran for WRITER_STABLE_MS. */
+  #writerStops = 0;
   #seq = 0;
   #open = true;
   #closing = false;
   #closed: Promise<void> | undefined;
-  #writerError: Error | undefined;
 
   /** Whether this session adds every committed change to the `changes` outbox. */
   readonly recordsChanges: boolean;
@@ -70,18 +96,26 @@ export class SqliteItemStore implements ItemStore {
   /**
    * `writeEpoch`: instead of a random one (tests run two instances that must answer byte for byte alike).
    * `recordChanges`: fill the change outbox (set when the edge is purged on change).
+   * `busyTimeoutMs`: SQLite's busy_timeout (5000; tests shorten it). `log`: where a writer thread's stop and
+   * recovery are reported (standard error).
    */
-  constructor(path: string, options: { writeEpoch?: string; recordChanges?: boolean } = {}) {
+  constructor(
+    path: string,
+    options: { writeEpoch?: string; recordChanges?: boolean; busyTimeoutMs?: number; log?: (line: string) => void } = {},
+  ) {
     this.description = path;
     this.recordsChanges = options.recordChanges ?? false;
     this.#epoch = options.writeEpoch ?? randomEpoch();
     if (!EPOCH.test(this.#epoch)) throw new RangeError(`bad write epoch ${JSON.stringify(this.#epoch)}`);
+    this.#busyTimeoutMs = options.busyTimeoutMs ?? BUSY_TIMEOUT_MS;
+    if (!Number.isSafeInteger(this.#busyTimeoutMs) || this.#busyTimeoutMs < 0) throw new RangeError(`bad busy timeout ${this.#busyTimeoutMs}`);
+    this.#log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
     mkdirSync(dirname(path), { recursive: true });
     this.#db = new DatabaseSync(path);
     try {
+      this.#db.exec(`PRAGMA busy_timeout = ${this.#busyTimeoutMs}`);
       this.#db.exec("PRAGMA journal_mode = WAL");
       this.#db.exec("PRAGMA synchronous = FULL");
-      this.#db.exec("PRAGMA busy_timeout = 5000");
       const { user_version: found } = this.#db.prepare("PRAGMA user_version").get() as { user_version: number };
       if (found > SCHEMA_VERSION) {
         throw new Error(
@@ -119,7 +153,7 @@ export class SqliteItemStore implements ItemStore {
         this.#db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
         this.#db.exec("COMMIT");
       } catch (error) {
-        this.#db.exec("ROLLBACK");
+        this.#rollback();
         throw error;
       }
     } catch (error) {
@@ -136,25 +170,74 @@ export class SqliteItemStore implements ItemStore {
     this.#lastPending = this.#db.prepare("SELECT seq FROM changes WHERE purged = 0 ORDER BY seq DESC LIMIT 1");
     this.#pendingCount = this.#db.prepare("SELECT count(*) AS n FROM (SELECT 1 FROM changes WHERE purged = 0 AND seq <= ? LIMIT ?)");
 
-    this.#writer = new Worker(new URL("./sqlite-writer.ts", import.meta.url), {
-      workerData: { path, epoch: this.#epoch, recordChanges: this.recordsChanges },
-    });
-    this.#writer.on("message", (reply: WriteReply) => {
-      const waiter = this.#waiting.get(reply.seq);
+    this.#writerData = { path, epoch: this.#epoch, recordChanges: this.recordsChanges, busyTimeoutMs: this.#busyTimeoutMs };
+    this.#startWriter();
+  }
+
+  #startWriter(): void {
+    const writer = new Worker(new URL("./sqlite-writer.ts", import.meta.url), { workerData: this.#writerData });
+    let readyAt: number | undefined;
+    let crash: Error | undefined;
+    writer.on("message", (message: WriterMessage) => {
+      if ("ready" in message) {
+        readyAt = performance.now();
+        if (this.#writerDown !== undefined) this.#log(`origin: store writer thread for ${this.description} running again`);
+        this.#writerDown = undefined;
+        return;
+      }
+      const waiter = this.#waiting.get(message.seq);
       if (waiter === undefined) return;
-      this.#waiting.delete(reply.seq);
-      if (reply.ok) waiter.resolve(reply.value);
-      else waiter.reject(new Error(`store write failed: ${reply.message}`));
+      this.#waiting.delete(message.seq);
+      if (message.ok) waiter.resolve(message.value);
+      else waiter.reject(this.#writeError(message));
     });
-    const fail = (error: Error) => {
-      this.#writerError = error;
-      for (const waiter of this.#waiting.values()) waiter.reject(error);
-      this.#waiting.clear();
-    };
-    this.#writer.on("error", fail);
-    this.#writer.on("exit", (code) => {
-      if (!this.#closing) fail(new Error(`store writer thread exited (${code})`));
+    writer.on("error", (error) => {
+      crash = error;
     });
+    // Node delivers every reply the thread posted before "exit": the waiters left were not answered.
+    writer.on("exit", (code) => this.#writerExited(code, crash, readyAt));
+    this.#writer = writer;
+  }
+
+  #writeError(reply: Extract<WriteReply, { ok: false }>): Error {
+    const outcome = reply.mayHaveCommitted ? "it may have committed" : "nothing was written";
+    if (reply.busy) return this.#lockedError(`${reply.message}; ${outcome}`);
+    return new Error(`store write failed (${outcome}): ${reply.message}`);
+  }
+
+  #lockedError(detail: string, cause?: unknown): StoreUnavailableError {
+    return new StoreUnavailableError(
+      `SQLite ${this.description} stayed locked by another connection longer than busy_timeout (${this.#busyTimeoutMs} ms): ${detail}`,
+      { cause },
+    );
+  }
+
+  #writerExited(code: number, crash: Error | undefined, readyAt: number | undefined): void {
+    this.#writer = undefined;
+    const reason = crash === undefined ? `exit code ${code}` : crash.message;
+    // A thread that never reported ready never read a request; one that did may have committed any it held.
+    const error =
+      readyAt === undefined
+        ? new StoreUnavailableError(`the store's writer thread could not start (${reason}); nothing was written`, { cause: crash })
+        : new StoreUnavailableError(`the store's writer thread stopped (${reason}) holding this write: it may have committed`, { cause: crash });
+    for (const waiter of this.#waiting.values()) waiter.reject(error);
+    this.#waiting.clear();
+    if (this.#closing) return;
+    if (readyAt !== undefined && performance.now() - readyAt >= WRITER_STABLE_MS) this.#writerStops = 0;
+    const delayMs = this.#writerStops === 0 ? 0 : Math.min(WRITER_MAX_DELAY_MS, WRITER_BASE_DELAY_MS * 2 ** Math.min(this.#writerStops - 1, 30));
+    this.#writerStops++;
+    if (this.#writerDown === undefined) {
+      this.#log(`origin: store writer thread for ${this.description} stopped (${reason}); writes fail (503) until it runs again; restarting it`);
+    }
+    this.#writerDown = reason;
+    if (delayMs === 0) this.#startWriter(); // at once: writes sent from now on reach the new thread
+    else {
+      this.#writerRestart = setTimeout(() => {
+        this.#writerRestart = undefined;
+        if (!this.#closing) this.#startWriter();
+      }, delayMs);
+      this.#writerRestart.unref();
+    }
   }
 
   /** The epoch this session stamps on what it writes. */
@@ -163,8 +246,19 @@ export class SqliteItemStore implements ItemStore {
   }
 
   get(id: string): Promise<StoredItem | undefined> {
-    const row = this.#get.get(id) as { version: number; epoch: string; body: Uint8Array } | undefined;
-    return Promise.resolve(row === undefined ? undefined : { etag: etagFor(row.epoch, row.version), body: row.body });
+    return this.#read(() => {
+      const row = this.#get.get(id) as { version: number; epoch: string; body: Uint8Array } | undefined;
+      return row === undefined ? undefined : { etag: etagFor(row.epoch, row.version), body: row.body };
+    });
+  }
+
+  /** A read on this thread as a promise; a lock held past busy_timeout is StoreUnavailableError (503). */
+  #read<T>(read: () => T): Promise<T> {
+    try {
+      return Promise.resolve(read());
+    } catch (error) {
+      return Promise.reject(isBusy(error) ? this.#lockedError((error as Error).message, error) : error);
+    }
   }
 
   async put(id: string, body: Uint8Array): Promise<string> {
@@ -209,15 +303,18 @@ export class SqliteItemStore implements ItemStore {
 
   #send(request: WriteRequest): Promise<number | boolean> {
     if (!this.#open || (this.#closing && request.op !== "close")) return Promise.reject(new Error("store is closed"));
-    if (this.#writerError !== undefined) return Promise.reject(this.#writerError);
+    const writer = this.#writer;
+    if (writer === undefined) {
+      return Promise.reject(new StoreUnavailableError(`the store's writer thread is restarting (it stopped: ${this.#writerDown}); nothing was written`));
+    }
     return new Promise((resolve, reject) => {
       this.#waiting.set(request.seq, { resolve, reject });
-      this.#writer.postMessage(request);
+      writer.postMessage(request);
     });
   }
 
   count(): Promise<number> {
-    return Promise.resolve((this.#count.get() as { n: number }).n);
+    return this.#read(() => (this.#count.get() as { n: number }).n);
   }
 
   async *ids(): AsyncIterable<readonly string[]> {
@@ -233,7 +330,7 @@ export class SqliteItemStore implements ItemStore {
   }
 
   seedIfEmpty(items: Iterable<readonly [string, Uint8Array]>): Promise<number> {
-    return Promise.resolve(this.#seedIfEmpty(items));
+    return this.#read(() => this.#seedIfEmpty(items));
   }
 
   #seedIfEmpty(items: Iterable<readonly [string, Uint8Array]>): number {
@@ -253,13 +350,19 @@ export class SqliteItemStore implements ItemStore {
       this.#db.exec("COMMIT");
       return inserted;
     } catch (error) {
-      this.#db.exec("ROLLBACK");
+      this.#rollback();
       throw error;
     }
   }
 
+  /** SQLite ends some failed transactions itself, and ROLLBACK without one would hide the error. */
+  #rollback(): void {
+    if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
+  }
+
+  /** False while the writer thread is down (writes would fail), as well as when this thread cannot read. */
   ping(): Promise<boolean> {
-    if (!this.#open || this.#writerError !== undefined) return Promise.resolve(false);
+    if (!this.#open || this.#writerDown !== undefined) return Promise.resolve(false);
     try {
       return Promise.resolve(this.#ping.get() !== undefined);
     } catch {
@@ -270,12 +373,13 @@ export class SqliteItemStore implements ItemStore {
   close(): Promise<void> {
     return (this.#closed ??= (async () => {
       this.#closing = true;
-      if (this.#writerError === undefined) {
+      clearTimeout(this.#writerRestart);
+      if (this.#writer !== undefined) {
         // Queued after every write already sent: the writer commits them, then closes its connection.
         await this.#send({ seq: ++this.#seq, op: "close" }).catch(() => undefined);
       }
       this.#open = false;
-      await this.#writer.terminate();
+      await this.#writer?.terminate();
       this.#db.close();
     })());
   }

@@ -4,9 +4,15 @@
 // caller is answered only after the transaction holding its write has committed. With `recordChanges` each
 // PUT and each DELETE that removed a live item also records the id in the `changes` outbox, in the same
 // transaction, and the purger's writes to that outbox (marking changes purged, pruning) commit here too.
+//
+// A failed write never ends the thread: it is answered (with whether it may have committed) and the next
+// batch is served. Another connection holding SQLite's write lock past busy_timeout (another origin process
+// stalled in its fsync, a backup tool, another program) fails the batch waiting for it, nothing begun.
+// Should the thread end anyway, SqliteItemStore starts a new one.
 
 import { parentPort, workerData } from "node:worker_threads";
 import { quietSqliteWarning } from "./quiet-sqlite-warning.ts";
+import { isBusy } from "./sqlite-busy.ts";
 
 export type WriteRequest =
   | { seq: number; op: "put"; id: string; body: Uint8Array }
@@ -19,19 +25,39 @@ export type WriteRequest =
   | { seq: number; op: "prune"; purgedBefore: number; anyBefore: number; limit: number }
   | { seq: number; op: "close" };
 
-export type WriteReply = { seq: number; ok: true; value: number | boolean } | { seq: number; ok: false; message: string };
+export type WriteReply =
+  | { seq: number; ok: true; value: number | boolean }
+  | {
+      seq: number;
+      ok: false;
+      message: string;
+      /** SQLITE_BUSY or SQLITE_LOCKED: another connection held the lock past busy_timeout. */
+      busy: boolean;
+      /** False: certainly not committed (never begun, or rolled back). True: it may have committed. */
+      mayHaveCommitted: boolean;
+    };
+
+/** What the thread posts: replies, and `ready` once its connection is open (before it reads a request). */
+export type WriterMessage = WriteReply | { ready: true };
 
 type Write = Exclude<WriteRequest, { op: "close" }>;
+
+export interface WriterData {
+  path: string;
+  epoch: string;
+  recordChanges: boolean;
+  busyTimeoutMs: number;
+}
 
 if (parentPort !== null) {
   const port = parentPort;
   quietSqliteWarning();
   const { DatabaseSync } = await import("node:sqlite");
-  const { path, epoch, recordChanges } = workerData as { path: string; epoch: string; recordChanges: boolean };
+  const { path, epoch, recordChanges, busyTimeoutMs } = workerData as WriterData;
   const db = new DatabaseSync(path);
+  db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`); // first: the pragmas below may wait for a lock too
   db.exec("PRAGMA journal_mode = WAL");
   db.exec("PRAGMA synchronous = FULL");
-  db.exec("PRAGMA busy_timeout = 5000");
   const put = db.prepare(
     "INSERT INTO items (id, version, epoch, body) VALUES (?, 1, ?, ?)" +
       " ON CONFLICT (id) DO UPDATE SET version = version + 1, epoch = excluded.epoch, body = excluded.body" +
@@ -74,18 +100,45 @@ if (parentPort !== null) {
     }
   };
 
+  const failed = (batch: Write[], error: unknown, mayHaveCommitted: boolean): WriteReply[] => {
+    const message = (error as Error)?.message ?? String(error);
+    const busy = isBusy(error);
+    return batch.map((m) => ({ seq: m.seq, ok: false, message, busy, mayHaveCommitted }));
+  };
+  // SQLite ends some failed transactions itself (SQLITE_FULL, SQLITE_IOERR, SQLITE_BUSY, SQLITE_NOMEM), and
+  // ROLLBACK without one throws. A ROLLBACK that fails all the same ends the thread: closing the connection
+  // rolls back, and the store reports this batch and the queued writes as possibly committed.
+  const rollback = () => {
+    if (db.isTransaction) db.exec("ROLLBACK");
+  };
+
   const commit = (batch: Write[]): WriteReply[] => {
-    db.exec("BEGIN IMMEDIATE");
     try {
-      const values = batch.map(apply);
-      db.exec("COMMIT");
-      return batch.map((m, i) => ({ seq: m.seq, ok: true, value: values[i]! }));
+      db.exec("BEGIN IMMEDIATE");
     } catch (error) {
-      db.exec("ROLLBACK");
-      if (batch.length === 1) return [{ seq: batch[0]!.seq, ok: false, message: (error as Error).message }];
+      // Typically the write lock, held by another connection past busy_timeout. Retrying each write on its
+      // own would keep each caller waiting another busy_timeout.
+      return failed(batch, error, false);
+    }
+    let values: (number | boolean)[];
+    try {
+      values = batch.map(apply);
+    } catch (error) {
+      rollback();
+      if (batch.length === 1 || isBusy(error)) return failed(batch, error, false);
       // One bad write must not fail its neighbours: retry each on its own.
       return batch.flatMap((m) => commit([m]));
     }
+    try {
+      db.exec("COMMIT");
+    } catch (error) {
+      // Still open: nothing was committed (SQLITE_BUSY). Ended by SQLite: it may have failed after the WAL
+      // frames were written (an I/O error in the fsync), and a later recovery may find them committed.
+      if (!db.isTransaction) return failed(batch, error, true);
+      rollback();
+      return failed(batch, error, false);
+    }
+    return batch.map((m, i) => ({ seq: m.seq, ok: true, value: values[i]! }));
   };
 
   let queue: WriteRequest[] = [];
@@ -105,4 +158,5 @@ if (parentPort !== null) {
     queue.push(m);
     if (queue.length === 1) setImmediate(flush);
   });
+  port.postMessage({ ready: true } satisfies WriterMessage);
 }

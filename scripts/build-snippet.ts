@@ -36,7 +36,7 @@ if (bakeToken && originToken === "") {
 
 let vars;
 try {
-  vars = readWranglerVars("wrangler.toml", envName);
+  vars = readWranglerVars("wrangler.toml", envName, process.env);
 } catch (error) {
   fail(error instanceof Error ? error.message : String(error));
 }

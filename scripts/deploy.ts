@@ -1,5 +1,6 @@
-// `npm run deploy [-- --env NAME ...]`: regenerate, refuse a bad configuration, then `wrangler deploy`
-// with the same arguments. A configuration the worker would refuse never reaches production.
+// `npm run deploy [-- --env NAME] [--var NAME:VALUE ...]`: regenerate, refuse a bad configuration, then
+// `wrangler deploy` with the same arguments (the check reads `--var` as wrangler does). A configuration the
+// worker would refuse never reaches production.
 import { spawnSync } from "node:child_process";
 
 const args = process.argv.slice(2);

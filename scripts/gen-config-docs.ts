@@ -29,7 +29,8 @@ reported at once, each naming its variable and the fix; nothing is "fixed" silen
 
 ## Worker (\`[vars]\` in wrangler.toml)
 
-Each a string; override one locally with \`npm run dev -- --var NAME:VALUE\`; environments
+Each a string; override one with \`--var NAME:VALUE\` (\`npm run dev\`, \`check\` and \`deploy\` all take it, as
+wrangler does; wrangler ignores environment variables for vars, and so does \`check\`); environments
 (\`[env.NAME.vars]\`) do not inherit \`[vars]\`. \`npm run check [-- --env NAME]\` validates them as the
 worker does; a worker started with a refused configuration answers every request 500 with no CORS headers.
 

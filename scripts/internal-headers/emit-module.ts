@@ -1,6 +1,7 @@
 // The generated module's text, from the model: the banner, the case-folding helpers, the optional
 // prefilter table, one lookup per direction (its body from emit-lookup.ts) and the entry arrays. A pure
 // function of (model, source, options): no timestamps, stable ordering, no state between calls.
+import { createHash } from "node:crypto";
 import type { Direction } from "./list-file.ts";
 import type { DirectionList, Entry, ParsedList } from "./model.ts";
 import { type Dialect, dialect, emitLookupBody, lit } from "./emit-lookup.ts";
@@ -64,6 +65,11 @@ function emitLookup(d: Dialect, prefilter: boolean, fnName: string, dir: Directi
   }
   emitLookupBody(d, list.names.map((e) => e.name), list.prefixes.map((e) => e.name), out);
   out.push(`}`);
+}
+
+function responseDigest(list: DirectionList): string {
+  const text = [...list.names.map((e) => e.name), ...list.prefixes.map((e) => `${e.name}*`)].join("\n");
+  return createHash("sha256").update(text).digest("hex").slice(0, 12);
 }
 
 function emitArray(constName: string, entries: readonly Entry[], out: string[]): void {
@@ -150,6 +156,14 @@ export function generateModule(list: ParsedList, source: string, options: Genera
   emitArray("INTERNAL_RESPONSE_NAMES", list.response.names, out);
   out.push(``, `/** Families (prefixes, without the \`*\`) stripped from origin responses, access-control-* included. */`);
   emitArray("INTERNAL_RESPONSE_PREFIXES", list.response.prefixes, out);
-  out.push(``);
+  out.push(
+    ``,
+    `/**`,
+    ` * Which response list this is (its names and families, hashed): the edge cache files every entry under it,`,
+    ` * so an entry whose headers were stripped with another list is a miss and is replaced, never served.`,
+    ` */`,
+    `export const INTERNAL_RESPONSE_LIST_DIGEST = ${lit(responseDigest(list.response))};`,
+    ``,
+  );
   return out.join("\n");
 }

@@ -2,6 +2,7 @@ import { ORIGIN_INVALID, ORIGIN_TIMEOUT, ORIGIN_UNREACHABLE, type EdgeAnswer } f
 import { stripRequestHeaders } from "../edge/headers/strip.ts";
 import { ORIGIN_TOKEN_HEADER } from "../shared/origin-token.ts";
 import { cleanOriginHeaders } from "../edge/proxy/clean-response.ts";
+import { withoutCacheTag } from "../edge/cache/stored-entry.ts";
 import { originHeadTooLarge } from "../edge/proxy/origin-head.ts";
 import type { ItemReader } from "../edge/respond.ts";
 
@@ -44,7 +45,8 @@ export function continueToOrigin(originToken: string): ItemReader {
       return ORIGIN_UNREACHABLE;
     }
     const failure = ORIGIN_FAILURES[response.status] ?? (originHeadTooLarge(response.headers) ? ORIGIN_INVALID : undefined);
-    if (failure === undefined) return { status: response.status, headers: cleanOriginHeaders(response), body: response.body };
+    // An origin's Cache-Tag (one way to tag the zone's entries for purge) is the zone's business, as in the Worker.
+    if (failure === undefined) return { status: response.status, headers: withoutCacheTag(cleanOriginHeaders(response)), body: response.body };
     await response.body?.cancel();
     return failure;
   };

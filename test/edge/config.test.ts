@@ -47,6 +47,7 @@ const REFUSED: Array<[string, EdgeVars, string, RegExp]> = [
   ["TRACE", { CORS_ALLOW_METHODS: "TRACE" }, "CORS_ALLOW_METHODS", /forbidden method/],
   ["track in any case", { CORS_ALLOW_METHODS: "track" }, "CORS_ALLOW_METHODS", /forbidden method/],
   ["a method that is not a token", { CORS_ALLOW_METHODS: "GET,PU T" }, "CORS_ALLOW_METHODS", /not a valid method/],
+  ["a method no registry knows (a typo)", { CORS_ALLOW_METHODS: "GET,PACTH" }, "CORS_ALLOW_METHODS", /"PACTH" is not an HTTP method .*check the spelling/],
   ["lowercase put never matches", { CORS_ALLOW_METHODS: "put" }, "CORS_ALLOW_METHODS", /write "PUT"/],
   ["allowed header that is not a token", { CORS_ALLOW_HEADERS: "x-a(b)" }, "CORS_ALLOW_HEADERS", /not a valid header name/],
   ["exposed header that is not a token", { CORS_EXPOSE_HEADERS: "x:y" }, "CORS_EXPOSE_HEADERS", /not a valid header name/],

@@ -3,6 +3,7 @@
 // one data centre sees it: `caches.default.delete(key)` (Miniflare has no purge by tag).
 import { describe, expect, it } from "vitest";
 import type { EdgeVars } from "../../src/edge/config/edge-vars.ts";
+import { INTERNAL_RESPONSE_LIST_DIGEST } from "../../src/edge/headers/strip.ts";
 import { ALLOW_LIST, callEdge, fakeOrigin, type Scenario } from "./support/edge.ts";
 
 const V1: Scenario = { status: 200, headers: [["ETag", '"v1"']], body: '{"v":1}' };
@@ -58,6 +59,32 @@ describe("edge cache keys", () => {
     expect(ifNoneMatchOf(first)).toBeUndefined();
     expect(await after.requests()).toHaveLength(1);
     expect(await before.requests()).toHaveLength(1);
+  });
+
+  it("never serves an entry stripped with another internal-header list: it is a miss, and is replaced", async () => {
+    const origin = await fakeOrigin({ ...V1, headers: [...V1.headers!, ["X-Powered-By", "Express"]] });
+    const vars = { ...FRESH, ORIGIN_URL: origin.url };
+    const url = `${freshHost()}/items/k5`;
+    const key = `${new URL(url).origin}/items/k5`;
+    expect((await callEdge(vars, url)).headers.get("x-powered-by")).toBeNull();
+    // As a deployment whose list did not name X-Powered-By yet would have stored it.
+    const stored = (await caches.default.match(key))!;
+    const headers = new Headers(stored.headers);
+    const label = headers.get("x-slim-edge-origin")!;
+    expect(label).toBe(`${origin.url} ${INTERNAL_RESPONSE_LIST_DIGEST}`);
+    headers.set("x-slim-edge-origin", label.replace(INTERNAL_RESPONSE_LIST_DIGEST, "0".repeat(INTERNAL_RESPONSE_LIST_DIGEST.length)));
+    headers.set("x-powered-by", "Express");
+    await caches.default.put(key, new Response(await stored.arrayBuffer(), { status: 200, headers }));
+
+    for (let i = 0; i < 2; i++) {
+      const res = await callEdge(vars, url);
+      expect(res.headers.get("x-powered-by")).toBeNull();
+      expect(await res.text()).toBe('{"v":1}');
+    }
+    const requests = await origin.requests();
+    expect(requests).toHaveLength(2); // the old entry was a miss (not revalidated), its replacement a hit
+    expect(ifNoneMatchOf(requests[1])).toBeUndefined();
+    expect((await caches.default.match(key))!.headers.get("x-powered-by")).toBeNull();
   });
 });
 

@@ -171,6 +171,23 @@ describe("edge cache with HEAD and failures", () => {
     expect((await origin.requests()).map((r) => r.method)).toEqual(["GET", "GET", "GET"]);
   });
 
+  it("keeps a stale entry through origin errors, and revalidates it once the origin answers again", async () => {
+    const origin = await fakeOrigin(V1);
+    const vars = { ...ALWAYS_STALE, ORIGIN_URL: origin.url };
+    await (await callEdge(vars, "/items/1")).text();
+    for (const status of [503, 429, 403]) {
+      await origin.answer({ status, body: "" });
+      expect((await callEdge(vars, "/items/1")).status).toBe(status); // the client learns of the error
+    }
+    await origin.answer(NOT_MODIFIED);
+    const back = await callEdge(vars, "/items/1");
+    expect(await back.text()).toBe('{"v":1}');
+    const requests = await origin.requests();
+    expect(requests).toHaveLength(5);
+    // Every read after the fill revalidated the same stored copy: no error dropped it.
+    expect(requests.slice(1).map(ifNoneMatchOf)).toEqual(['"v1"', '"v1"', '"v1"', '"v1"']);
+  });
+
   it("drops a stale entry when the item is gone", async () => {
     const origin = await fakeOrigin(V1);
     const vars = { ...ALWAYS_STALE, ORIGIN_URL: origin.url };

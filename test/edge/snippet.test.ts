@@ -49,6 +49,19 @@ describe("the Snippet's own behaviour", () => {
     expect(forwarded).toHaveLength(1);
   });
 
+  it("restores Content-Type on a 206 the zone's cache cut for a Range, as on a 200", async () => {
+    const { response, body } = await read({ status: 206, headers: [["ETag", '"v1"'], ["Content-Range", "bytes 0-3/7"]], body: '{"v"' });
+    expect(response.status).toBe(206);
+    expect(response.headers.get("content-type")).toBe("application/json");
+    expect(body).toBe('{"v"');
+  });
+
+  it("never serves the origin's Cache-Tag, as the Worker does not", async () => {
+    const { response } = await read({ status: 200, headers: [["ETag", '"v1"'], ["Cache-Tag", "item:1,items"]], body: '{"v":1}' });
+    expect(response.headers.get("cache-tag")).toBeNull();
+    expect(response.headers.get("etag")).toBe('"v1"');
+  });
+
   it("passes other 5xx statuses from the origin through", async () => {
     const { response, body } = await read({ status: 502, body: "bad gateway" });
     expect(response.status).toBe(502);

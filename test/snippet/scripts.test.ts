@@ -67,7 +67,9 @@ describe("npm run build:snippet", () => {
     expect(build.status).toBe(1);
     expect(build.stderr.trim()).toBe(`wrangler.toml [vars]: ${expected}`);
     expect(existsSync(outfile)).toBe(false);
-    const check = run("scripts/check-config.ts", [], unsafe);
+    // npm run check reads what wrangler deploys: --var flags, not the environment.
+    const check = run("scripts/check-config.ts", ["--var", "CORS_ALLOW_ORIGINS:*", "--var", "CORS_ALLOW_CREDENTIALS:true"]);
+    expect(check.status).toBe(1);
     expect(check.stderr.trim()).toBe(build.stderr.trim());
   });
 
@@ -141,5 +143,33 @@ describe("npm run deploy:snippet", () => {
     expect(status).toBe(1);
     expect(stderr).toContain("refusing to deploy from a test run");
     expect(stdout).toBe("");
+  });
+});
+
+describe("npm run check", () => {
+  it("ignores environment variables, as wrangler deploy does, and reads --var NAME:VALUE as wrangler does", () => {
+    const unsafe = { CORS_ALLOW_ORIGINS: "*", CORS_ALLOW_CREDENTIALS: "true" };
+    const fromEnv = run("scripts/check-config.ts", [], unsafe);
+    expect(fromEnv.status).toBe(0);
+    expect(fromEnv.stdout).toContain("wrangler.toml [vars]: configuration OK");
+    // One flag may carry several pairs; a value keeps every colon after the first.
+    const flags = run("scripts/check-config.ts", ["--var", "ORIGIN_URL:https://o.example.com:8443", "CORS_ALLOW_ORIGINS:https://app.example.com"]);
+    expect(flags.stdout).toContain("configuration OK (origin https://o.example.com:8443; CORS https://app.example.com)");
+    expect(run("scripts/check-config.ts", ["--var=CORS_ALLOW_ORIGINS:https://a.example.com"]).stdout).toContain("CORS https://a.example.com");
+  });
+
+  it("refuses a --var it cannot honour, naming the fix, and checks nothing", () => {
+    const cases: [string[], string][] = [
+      [["--var"], "--var needs NAME:VALUE, e.g. --var CORS_ALLOW_ORIGINS:https://app.example.com"],
+      [["--var", "CORS_ALLOW_ORIGINS"], "--var CORS_ALLOW_ORIGINS: write NAME:VALUE, e.g. --var CORS_ALLOW_ORIGINS:https://app.example.com"],
+      [["--var", "CORS_ALLOW_ORIGIN:https://a.example.com"], "--var CORS_ALLOW_ORIGIN: not one of the worker's vars (ORIGIN_URL, "],
+      [["--var", "ORIGIN_TOKEN:s3cret"], "--var ORIGIN_TOKEN: a secret, never a var (wrangler would deploy it in plain text); use `wrangler secret put ORIGIN_TOKEN`."],
+    ];
+    for (const [args, message] of cases) {
+      const result = run("scripts/check-config.ts", args);
+      expect(result.status, args.join(" ")).toBe(1);
+      expect(result.stdout).toBe("");
+      expect(result.stderr).toContain(message);
+    }
   });
 });

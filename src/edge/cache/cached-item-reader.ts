@@ -7,7 +7,7 @@ import type { ItemReader } from "../respond.ts";
 import { itemCacheTags } from "../../shared/cache-tag.ts";
 import { edgeCacheKey } from "./cache-key.ts";
 import { carriesCredentials } from "./credentials.ts";
-import { isFresh, isFrom, lifetimeOf, serveStored, storable, withoutCacheTag, type EntryLifetimes } from "./stored-entry.ts";
+import { filledUnder, isFilledUnder, isFresh, lifetimeOf, serveStored, storable, withoutCacheTag, type EntryLifetimes } from "./stored-entry.ts";
 
 export interface EdgeCacheOptions {
   cache: Cache;
@@ -21,13 +21,14 @@ export interface EdgeCacheOptions {
  * Item reads through the edge cache. The cache holds the origin's cleaned, CORS-free 200 (CORS is added
  * per request afterwards, so one entry serves every Origin), and its 404 when 404s are cached, each filed
  * under the Worker's own host and tagged `item:<id>,items` so that the origin's purge on change drops it.
- * An entry filled from another ORIGIN_URL is a miss. Fresh: served with no origin bytes. Stale 200:
+ * An entry filled from another ORIGIN_URL, or stripped with another internal-header list, is a miss. Fresh: served with no origin bytes. Stale 200:
  * revalidated with the entry's ETag; a 304 refreshes it and the cached body is served. Stale 404: asked for
  * again, as a miss. A client whose If-None-Match matches a cached 200 gets a 304 from the edge. Requests
  * with credentials never touch the shared cache (RFC 9111 §3.5).
  */
 export function cachedItemReader(options: EdgeCacheOptions): ItemReader {
   const { cache, origin, lifetimes, waitUntil } = options;
+  const label = filledUnder(origin.url);
   return async (id, method, request, usage) => {
     if (carriesCredentials(request.headers)) {
       const response = await fetchItem(origin, id, method, request.headers);
@@ -38,7 +39,7 @@ export function cachedItemReader(options: EdgeCacheOptions): ItemReader {
 
     const key = edgeCacheKey(request.url, id);
     const found = await cache.match(key);
-    const cached = found && isFrom(found.headers, origin.url) ? found : undefined;
+    const cached = found && isFilledUnder(found.headers, label) ? found : undefined;
     const clientTag = request.headers.get("if-none-match");
 
     if (cached && isFresh(cached.headers)) {
@@ -57,7 +58,7 @@ export function cachedItemReader(options: EdgeCacheOptions): ItemReader {
       : await fetchItem(origin, id, method, request.headers);
     if (!(response instanceof Response)) return response;
     const body = meterOriginResponse(response, usage, stale ? "cache-revalidate" : "cache-miss");
-    const labels = { originUrl: origin.url, cacheTags: itemCacheTags(id) };
+    const labels = { filledUnder: label, cacheTags: itemCacheTags(id) };
 
     if (stale && response.status === 304) {
       await body?.cancel();
@@ -71,7 +72,10 @@ export function cachedItemReader(options: EdgeCacheOptions): ItemReader {
     // The answer to a HEAD has no body: nothing of it is stored.
     const lifetime = asked === "HEAD" ? null : lifetimeOf(response.status, headers, lifetimes);
     if (lifetime === null) {
-      if (found) waitUntil(cache.delete(key));
+      // An answer about the item (a 200 or 304 it may not keep, a redirect, a 404 or 410) replaces what is
+      // stored; an error (5xx, 429, a refused token) says nothing about the item, and the stored copy stays to
+      // be revalidated next time (RFC 9111 §4.3.3): a blip must not cost every entry it meets a full refetch.
+      if (found && (response.status < 400 || response.status === 404 || response.status === 410)) waitUntil(cache.delete(key));
       if (method === "HEAD") await body?.cancel();
       return { status: response.status, headers, body: method === "HEAD" ? null : body };
     }

@@ -3,7 +3,7 @@
 // the origin it came from, its purge tags), and how an entry becomes the answer a client gets again, with
 // that bookkeeping removed.
 
-import { stripResponseHeaders } from "../headers/strip.ts";
+import { INTERNAL_RESPONSE_LIST_DIGEST, stripResponseHeaders } from "../headers/strip.ts";
 import type { ItemAnswer } from "../proxy/clean-response.ts";
 import { ifNoneMatchMatches } from "../../shared/if-none-match.ts";
 
@@ -13,10 +13,11 @@ import { ifNoneMatchMatches } from "../../shared/if-none-match.ts";
 // a 304, not refetched.
 const FRESH_UNTIL = "x-slim-edge-fresh-until";
 const ORIGIN_CACHE_CONTROL = "x-slim-edge-cache-control";
-// The ORIGIN_URL the entry was filled from. Entries are keyed by the Worker's host, which outlives any one
-// ORIGIN_URL: after a deploy that points the Worker elsewhere, an entry of the old origin (kept up to a day,
-// and purged by the old origin only) must not be served, nor revalidated against the new one with the old
-// origin's ETag. It is a miss, and is replaced.
+// What the entry was filled under: the ORIGIN_URL it came from and the internal-header list its headers were
+// stripped with. Entries are keyed by the Worker's host, which outlives both: after a deploy that points the
+// Worker elsewhere, an entry of the old origin (kept up to a day, and purged by the old origin only) must
+// not be served, nor revalidated against the new one with the old origin's ETag; after a deploy that lists
+// a header as internal, an entry stored with it must not keep serving it. Either is a miss, and is replaced.
 const FILLED_FROM = "x-slim-edge-origin";
 const RETAIN = "max-age=604800";
 // The purge tags of a stored entry (src/shared/cache-tag.ts). Cloudflare purges a Worker's `cache.put` entry
@@ -35,15 +36,20 @@ export interface EntryLifetimes {
   notFoundSeconds: number;
 }
 
-/** What an entry is filed as: the origin it was filled from, and its purge tags (src/shared/cache-tag.ts). */
+/** What an entry is filed as: what it was filled under (`filledUnder`), and its purge tags (src/shared/cache-tag.ts). */
 export interface EntryLabels {
-  originUrl: string;
+  filledUnder: string;
   cacheTags: string;
 }
 
-/** True when a stored entry was filled from this ORIGIN_URL (anything else is a miss). */
-export function isFrom(stored: Headers, originUrl: string): boolean {
-  return stored.get(FILLED_FROM) === originUrl;
+/** The label of entries filled from `originUrl` by this deployment (computed once per reader). */
+export function filledUnder(originUrl: string): string {
+  return `${originUrl} ${INTERNAL_RESPONSE_LIST_DIGEST}`;
+}
+
+/** True when a stored entry was filled under `label` (`filledUnder`); anything else is a miss. */
+export function isFilledUnder(stored: Headers, label: string): boolean {
+  return stored.get(FILLED_FROM) === label;
 }
 
 /** True while a stored entry may be served without asking the origin. */
@@ -98,13 +104,15 @@ export function storable(base: Headers, lifetimeSeconds: number, labels: EntryLa
   if (update) {
     for (const [name, value] of stripResponseHeaders(update)) if (name !== "content-length") headers.set(name, value);
   }
-  // What the Cache API added to the match this entry was read from is not the origin's, and not stored again.
+  // What the Cache API added to the match this entry was read from is not the origin's, and not stored again;
+  // nor is an Age: a refreshed entry's age starts again at its validation (RFC 9111 §4.3.4).
   headers.delete("cf-cache-status");
+  headers.delete("age");
   const originCacheControl = update?.get("cache-control") ?? base.get(ORIGIN_CACHE_CONTROL) ?? base.get("cache-control") ?? "";
   headers.set(ORIGIN_CACHE_CONTROL, originCacheControl);
   headers.set(FRESH_UNTIL, String(Date.now() + freshSeconds(originCacheControl, lifetimeSeconds) * 1000));
   headers.set("cache-control", RETAIN);
-  headers.set(FILLED_FROM, labels.originUrl);
+  headers.set(FILLED_FROM, labels.filledUnder);
   headers.set(CACHE_TAG, labels.cacheTags);
   return headers;
 }

@@ -39,6 +39,15 @@ const MAX_AGE_LIMIT = 86400;
 const FORBIDDEN_METHODS = new Set(["CONNECT", "TRACE", "TRACK"]);
 // Fetch normalises these to uppercase before sending (https://fetch.spec.whatwg.org/#concept-method-normalize).
 const NORMALISED_METHODS = new Set(["DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT"]);
+// The IANA HTTP Method Registry (https://www.iana.org/assignments/http-methods), QUERY included: a method
+// outside it is a typo far more often than a real extension, and a typo here refuses real preflights.
+// Compared in upper case: `patch` is a registered name that Fetch sends as written, not a typo.
+const REGISTERED_METHODS = new Set([
+  "ACL", "BASELINE-CONTROL", "BIND", "CHECKIN", "CHECKOUT", "CONNECT", "COPY", "DELETE", "GET", "HEAD", "LABEL",
+  "LINK", "LOCK", "MERGE", "MKACTIVITY", "MKCALENDAR", "MKCOL", "MKREDIRECTREF", "MKWORKSPACE", "MOVE", "OPTIONS",
+  "ORDERPATCH", "PATCH", "POST", "PRI", "PROPFIND", "PROPPATCH", "PUT", "QUERY", "REBIND", "REPORT", "SEARCH",
+  "TRACE", "UNBIND", "UNCHECKOUT", "UNLINK", "UNLOCK", "UPDATE", "UPDATEREDIRECTREF", "VERSION-CONTROL",
+]);
 const DEFAULT_PORTS: Record<string, string> = { "http:": "80", "https:": "443" };
 const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 
@@ -174,6 +183,11 @@ function parseMethods(vars: EdgeRawVars, credentials: boolean, problems: ConfigP
       problems.push({ variable, message: `"${item}" is not a valid method name (an HTTP token).` });
     } else if (FORBIDDEN_METHODS.has(item.toUpperCase())) {
       problems.push({ variable, message: `"${item}" is a forbidden method: browsers never send it cross-origin; remove it.` });
+    } else if (!REGISTERED_METHODS.has(item.toUpperCase())) {
+      problems.push({
+        variable,
+        message: `"${item}" is not an HTTP method (the IANA HTTP Method Registry has no such name); check the spelling, e.g. "PATCH".`,
+      });
     } else if (item !== item.toUpperCase() && NORMALISED_METHODS.has(item.toUpperCase())) {
       problems.push({
         variable,

@@ -1076,3 +1076,9 @@ export const INTERNAL_RESPONSE_PREFIXES: readonly string[] = [
   "x-upstream-", // [both] line 72: proxy upstream address/status/timing (nginx, Traefik); in, some proxies pick an upstream from it
   "x-vercel-", // [both] line 80: Vercel edge (x-vercel-id, x-vercel-cache out; x-vercel-ip-* trust signals in)
 ];
+
+/**
+ * Which response list this is (its names and families, hashed): the edge cache files every entry under it,
+ * so an entry whose headers were stripped with another list is a miss and is replaced, never served.
+ */
+export const INTERNAL_RESPONSE_LIST_DIGEST = "24f91043d75c";

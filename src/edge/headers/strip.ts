@@ -10,6 +10,7 @@
 import { isInternalRequestHeader, isInternalResponseHeader } from "./internal-headers.generated.ts";
 
 export {
+  INTERNAL_RESPONSE_LIST_DIGEST,
   INTERNAL_REQUEST_NAMES,
   INTERNAL_REQUEST_PREFIXES,
   INTERNAL_RESPONSE_NAMES,

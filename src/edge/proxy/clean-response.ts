@@ -12,12 +12,12 @@ export interface ItemAnswer {
 
 /**
  * The origin's headers as the edge will serve them: internal headers and the origin's own Access-Control-*
- * removed, and `Content-Type` restored on 200s (the origin leaves it out because it is the same on every
- * item). Returns mutable headers: exactly one copy of the immutable fetch() headers is made.
+ * removed, and `Content-Type` restored on 200s and on the 206s a zone's cache cuts from them for a `Range`
+ * (the origin leaves it out because it is the same on every item). Returns mutable headers: exactly one copy of the immutable fetch() headers is made.
  */
 export function cleanOriginHeaders(response: Response): Headers {
   let headers = stripResponseHeaders(response.headers);
   if (headers === response.headers) headers = new Headers(headers);
-  if (response.status === 200 && !headers.has("content-type")) headers.set("Content-Type", "application/json");
+  if ((response.status === 200 || response.status === 206) && !headers.has("content-type")) headers.set("Content-Type", "application/json");
   return headers;
 }

@@ -2,12 +2,14 @@
 // (initdb into a temp dir, loopback, a free port; as the `postgres` OS user when run as root) and N origin
 // instances on it, seeded with sample items, optionally the worker (`wrangler dev`) in front of the first.
 // Prints the URLs and a write to try on one instance and the read on another; Ctrl-C stops everything and
-// removes the database. Needs PostgreSQL's server binaries (bash scripts/ci-install-postgresql.sh).
+// removes the database. Needs PostgreSQL's server binaries (bash scripts/ci-install-postgresql.sh): $PG_BIN,
+// else the highest /usr/lib/postgresql/<version>/bin, else pg_config --bindir; a PG_BIN without initdb is named.
 
 import { parseArgs } from "node:util";
 import { instanceName, PostgresMissingError, startFleet } from "./lib/fleet.ts";
 import { Teardown } from "./lib/teardown.ts";
 import { freePort, startWranglerDev } from "./lib/local-stack.ts";
+import { searchPostgresBin } from "./lib/postgres-cluster.ts";
 
 const USAGE = `usage: npm run cluster [-- --instances N] [--items N] [--port P] [--worker] [--worker-port P]
 
@@ -54,6 +56,15 @@ try {
 if (options.help) {
   process.stdout.write(`${USAGE}\n`);
   process.exit(0);
+}
+
+// A PG_BIN without initdb is passed over for the next place (as docs/origin.md says), never silently.
+const search = searchPostgresBin();
+if (search.pgBinWithoutInitdb !== undefined) {
+  process.stderr.write(
+    `cluster: PG_BIN=${search.pgBinWithoutInitdb} has no initdb; ` +
+      (search.bin ? `using ${search.bin} instead\n` : `nor has any other place looked at (${search.looked.slice(1).join(", ")})\n`),
+  );
 }
 
 const teardown = new Teardown();

@@ -1,8 +1,8 @@
-// `npm run deploy:snippet -- --expression 'http.host eq "api.example.com"' [--env NAME] [--name NAME]
-//   [--bake-origin-token] [--file PATH] [--dry-run]`
+// `npm run deploy:snippet -- --expression 'http.host eq "api.example.com"' [--env NAME] [--var NAME:VALUE ...]
+//   [--name NAME] [--bake-origin-token] [--file PATH] [--dry-run]`
 //
-// Builds the Snippet (npm run gen, then scripts/build-snippet.ts with the same --env), prints the plan, then
-// uploads it and points a snippet rule at it with the Cloudflare API
+// Builds the Snippet (npm run gen, then scripts/build-snippet.ts with the same --env, --var and
+// --bake-origin-token), prints the plan, then uploads it and points a snippet rule at it with the Cloudflare API
 // (https://developers.cloudflare.com/rules/snippets/create-api/):
 //   1. GET  /zones/{zone_id}/snippets/snippet_rules    the zone's rules (step 3 replaces the whole list); a
 //                                                      failure here stops the deploy before anything changed
@@ -10,6 +10,7 @@
 //   3. PUT  /zones/{zone_id}/snippets/snippet_rules    the same list with this snippet's rule added or replaced
 // --dry-run prints those requests exactly as they would be sent, and sends nothing.
 // --file PATH uploads an already built Snippet instead of building one (e.g. the artifact of a CI build step).
+// An argument it does not know (`--dryrun`) prints the usage and exits 2, building and sending nothing.
 //
 // Environment: CLOUDFLARE_API_TOKEN (Zone > Snippets > Edit), CLOUDFLARE_ZONE_ID; SNIPPET_NAME and
 // SNIPPET_EXPRESSION may stand in for --name and --expression. wrangler cannot deploy Snippets.
@@ -17,7 +18,7 @@ import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { basename } from "node:path";
-import { envFlag } from "./lib/wrangler-vars.ts";
+import { type FlagSpec, scriptArgsOrExit, varFlags } from "./lib/wrangler-vars.ts";
 import { SNIPPET_LIMIT_BYTES } from "./lib/snippet-bundle.ts";
 
 const API = "https://api.cloudflare.com/client/v4";
@@ -25,21 +26,32 @@ const MAIN_MODULE = "snippet.js";
 // Fixed, so that --dry-run shows the exact bytes that are sent; it cannot occur in a minified module's text.
 const BOUNDARY = "slim-edge-snippet-3f9c1e7a5b2d4c8e";
 
-const args = process.argv.slice(2);
-const dryRun = args.includes("--dry-run");
-const envName = envFlag(args);
-
-function option(name: string): string | undefined {
-  for (let i = 0; i < args.length; i++) {
-    if (args[i] === name) return args[i + 1];
-    if (args[i]!.startsWith(`${name}=`)) return args[i]!.slice(name.length + 1);
-  }
-  return undefined;
-}
+const FLAGS: FlagSpec[] = [
+  { flag: "--expression", value: "EXPR", doc: "the snippet rule's expression, e.g. 'http.host eq \"api.example.com\"' (or SNIPPET_EXPRESSION)" },
+  { flag: "--env", short: "-e", value: "NAME", doc: "build from wrangler.toml [env.NAME.vars]; the snippet is named slim_edge_NAME" },
+  { flag: "--var", value: "NAME:VALUE", doc: "override one var in the build, as npm run check takes it (repeatable)" },
+  { flag: "--name", value: "NAME", doc: "the snippet's name, a-z 0-9 _ (default slim_edge or slim_edge_NAME; or SNIPPET_NAME)" },
+  { flag: "--bake-origin-token", doc: "bake ORIGIN_TOKEN from the environment into the build" },
+  { flag: "--file", value: "PATH", doc: "deploy this built Snippet instead of building one" },
+  { flag: "--dry-run", doc: "print the exact requests and send nothing" },
+];
 
 function fail(message: string): never {
   console.error(`deploy:snippet: ${message}`);
   process.exit(1);
+}
+
+const args = process.argv.slice(2);
+const parsed = scriptArgsOrExit("deploy:snippet", args, FLAGS);
+const dryRun = parsed.switches.has("--dry-run");
+const bakeToken = parsed.switches.has("--bake-origin-token");
+const envName = parsed.values.get("--env");
+const option = (flag: string) => parsed.values.get(flag);
+let overrides: Record<string, string>;
+try {
+  overrides = varFlags(args);
+} catch (error) {
+  fail((error as Error).message);
 }
 
 // --- inputs: every problem at once ------------------------------------------------------------------------
@@ -50,6 +62,9 @@ const expression = option("--expression") ?? process.env.SNIPPET_EXPRESSION ?? "
 const prebuilt = option("--file");
 
 const problems: string[] = [];
+if (prebuilt !== undefined && (Object.keys(overrides).length > 0 || bakeToken)) {
+  problems.push("--file deploys a built Snippet as it is: --var and --bake-origin-token apply only to a build (drop --file, or rebuild the file with them).");
+}
 if (token === "" && !dryRun) problems.push("CLOUDFLARE_API_TOKEN is not set: create an API token with Zone > Snippets > Edit for the zone.");
 if (zoneId === "") problems.push("CLOUDFLARE_ZONE_ID is not set: the zone ID is on the zone's Overview page in the Cloudflare dashboard.");
 else if (!/^[0-9a-f]{32}$/.test(zoneId)) problems.push(`CLOUDFLARE_ZONE_ID "${zoneId}" is not a zone ID (32 lowercase hex characters).`);
@@ -64,7 +79,11 @@ if (problems.length > 0) fail(`cannot deploy:\n${problems.map((p) => `  ${p}`).j
 let file = prebuilt;
 if (file === undefined) {
   file = "dist/snippet.js";
-  const buildArgs = [...(envName ? ["--env", envName] : []), ...(args.includes("--bake-origin-token") ? ["--bake-origin-token"] : [])];
+  const buildArgs = [
+    ...(envName ? ["--env", envName] : []),
+    ...Object.entries(overrides).flatMap(([varName, value]) => ["--var", `${varName}:${value}`]),
+    ...(bakeToken ? ["--bake-origin-token"] : []),
+  ];
   for (const [command, commandArgs] of [
     ["node", ["scripts/gen-internal-headers.ts"]],
     ["node", ["scripts/build-snippet.ts", ...buildArgs, "--outfile", file]],

@@ -1,23 +1,47 @@
-// `npm run feed:install -- --table NAME [--id-column id] [--grant-to ROLE] [--print]`: installs what feeds the
-// changes of your own items table to every origin instance (the change log, its function and the table's
-// triggers), in one transaction, on the database DATABASE_URL names. Run it as the table's owner; run it again
-// any time (idempotent). --grant-to gives the origin's role (when it is not the owner) what it needs: read the
-// table and the log, mark changes purged and prune the log. With --print it only prints the SQL, to apply by
-// hand or through your migrations.
+// `npm run feed:install -- --table NAME [--id-column id] [--schema public] [--grant-to ROLE] [--print]`:
+// installs what feeds the changes of your own items table to every origin instance (the change log, its
+// function and the table's triggers), in one transaction, on the database DATABASE_URL names. Run it as the
+// table's owner; run it again any time (it creates what is missing, replaces an older function, and
+// re-creates the triggers). The table is named as in SQL (and as ITEMS_TABLE): `products`, `shop.products`,
+// `"Shop"."Products"`. The change log goes in the schema it is already in, else --schema (default public),
+// and the function is bound to it. --grant-to gives the origin's role (when it is not the owner) what it
+// needs: USAGE on the schemas, read the table and the log, mark changes purged and prune the log. With
+// --print it only prints the SQL, to apply by hand or through your migrations.
 
 import { parseArgs } from "node:util";
-import postgres from "postgres";
+import postgres, { type TransactionSql } from "postgres";
 import { redact } from "../src/origin/config/database-url.ts";
-import { installScript, quoteName } from "../src/origin/store/postgres/schema.ts";
+import { ConfigError } from "../src/shared/config/config-error.ts";
+import { columnsOf, connectProblem, findChangeLog, functionState, resolveRelation, sameButCase, SCHEMA_LOCK, viewReads } from "../src/origin/store/postgres/prepare.ts";
+import {
+  CHANGES_TABLE,
+  changeLogSql,
+  DEFAULT_LOG_SCHEMA,
+  FEED_TABLE,
+  feedRowSql,
+  feedTableSql,
+  functionSql,
+  grantSql,
+  installScript,
+  parseQualifiedName,
+  qualify,
+  quoteIdent,
+  quoteLiteral,
+  shellWord,
+  TRIGGER_FUNCTION,
+  triggerSql,
+} from "../src/origin/store/postgres/schema.ts";
 
-const USAGE = "usage: npm run feed:install -- --table NAME [--id-column COLUMN] [--grant-to ROLE] [--print]   (DATABASE_URL=postgres://… in the environment)";
+const USAGE =
+  "usage: npm run feed:install -- --table NAME [--id-column COLUMN] [--schema SCHEMA] [--grant-to ROLE] [--print]   (DATABASE_URL=postgres://… in the environment)";
 
-let values: { table?: string; "id-column"?: string; "grant-to"?: string; print?: boolean; help?: boolean };
+let values: { table?: string; "id-column"?: string; schema?: string; "grant-to"?: string; print?: boolean; help?: boolean };
 try {
   ({ values } = parseArgs({
     options: {
       table: { type: "string" },
       "id-column": { type: "string", default: "id" },
+      schema: { type: "string" },
       "grant-to": { type: "string" },
       print: { type: "boolean" },
       help: { type: "boolean", short: "h" },
@@ -31,23 +55,96 @@ if (values.help) {
   process.exit(0);
 }
 if (values.table === undefined || values.table.trim() === "") fail(`--table is required (the table whose rows are the items, e.g. public.products)\n${USAGE}`);
-const table = quoteName(values.table.trim());
+const tableName = values.table.trim();
 const idColumn = values["id-column"]!.trim();
-const script = installScript(table, idColumn, values["grant-to"]?.trim() || undefined);
+const grantTo = values["grant-to"]?.trim() || undefined;
+const schemaOption = values.schema?.trim() || undefined;
+
 if (values.print) {
-  process.stdout.write(script);
+  const parsed = parseQualifiedName(tableName);
+  if (parsed === undefined) fail(`${quoteLiteral(tableName)} is not a table name; write it as in SQL: products, shop.products, or '"Shop"."Products"' for mixed case`);
+  const table = parsed.schema === undefined ? quoteIdent(parsed.name) : qualify(parsed.schema, parsed.name);
+  process.stdout.write(installScript(table, idColumn, schemaOption ?? DEFAULT_LOG_SCHEMA, grantTo === undefined ? undefined : { role: grantTo, tableSchema: parsed.schema }));
   process.exit(0);
 }
+
 const url = process.env.DATABASE_URL;
-if (url === undefined || !/^postgres(ql)?:\/\//.test(url)) fail(`set DATABASE_URL to the PostgreSQL database that holds ${values.table} (postgres://user:password@host:5432/db), or use --print`);
+if (url === undefined || !/^postgres(ql)?:\/\//.test(url)) fail(`set DATABASE_URL to the PostgreSQL database that holds ${tableName} (postgres://user:password@host:5432/db), or use --print`);
+/** A refusal found while installing: the transaction is rolled back, the message printed. */
+class Refusal extends Error {}
+
 const sql = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 10 });
+let failure: string | undefined;
 try {
-  await sql.unsafe(script);
-  process.stdout.write(`feed:install: changes of ${table} (id column ${idColumn}) now reach every origin instance through the change log in ${redact(url)}\n`);
+  const done = await sql.begin((tx) => install(tx));
+  process.stdout.write(
+    `feed:install: changes of ${done.table} (id column ${idColumn}) now reach every origin instance through the change log ${qualify(done.schema, CHANGES_TABLE)} in ${redact(url)}\n`,
+  );
 } catch (error) {
-  fail(`cannot install on ${redact(url)}: ${(error as Error).message}${(error as { code?: string }).code === "42501" ? " (run it as the table's owner)" : ""}`);
+  failure = explain(error, redact(url));
 } finally {
   await sql.end({ timeout: 2 });
+}
+if (failure !== undefined) fail(failure);
+
+function explain(error: unknown, display: string): string {
+  if (error instanceof Refusal) return error.message;
+  const e = error as { code?: string; message?: string };
+  if (e.code === "42501") {
+    const schema = quoteIdent(schemaOption ?? DEFAULT_LOG_SCHEMA);
+    return `cannot install on ${display}: ${e.message} (run it as the table's owner; while the change log is not there yet, with CREATE on schema ${schema}: as the schema's owner, \`GRANT CREATE ON SCHEMA ${schema} TO …\`)`;
+  }
+  const problem = connectProblem(error, display);
+  return problem instanceof ConfigError ? problem.problems[0]!.message : problem.message;
+}
+
+/** Checks the table and the column, then creates what is missing, replaces what is outdated, re-creates the triggers. */
+async function install(tx: TransactionSql): Promise<{ table: string; schema: string }> {
+  await tx.unsafe(SCHEMA_LOCK);
+  let relation: Awaited<ReturnType<typeof resolveRelation>>;
+  try {
+    relation = await resolveRelation(tx, tableName);
+  } catch (error) {
+    const e = error as { code?: string; message?: string };
+    if (e.code === "42501" || e.code?.startsWith("42") !== true) throw error;
+    throw new Refusal(`${quoteLiteral(tableName)} is not a table name (${e.message}); write it as in SQL: products, shop.products, or '"Shop"."Products"' for mixed case`);
+  }
+  if (relation === undefined) {
+    const like = await sameButCase(tx, tableName);
+    throw new Refusal(`no table ${quoteLiteral(tableName)} in this database (as seen with the search_path of DATABASE_URL's user)${like.length > 0 ? `; did you mean --table ${like.map(shellWord).join(" or ")} (unquoted names are read in lower case, as in SQL)?` : ""}`);
+  }
+  if (relation.kind === "v") {
+    const tables = (await viewReads(tx, relation.oid)).filter((r) => r.kind === "r" || r.kind === "p").map((r) => r.name);
+    throw new Refusal(`${relation.sql} is a view: run this for each table it reads (${tables.join(", ") || "none found"}), with the column of that table that holds the view's ids as --id-column`);
+  }
+  if (relation.kind !== "r" && relation.kind !== "p") throw new Refusal(`${relation.sql} is not a table (a materialized view changes only on REFRESH, which no trigger sees); install on the table it is built from`);
+  const columns = await columnsOf(tx, relation.oid);
+  if (!columns.has(idColumn)) throw new Refusal(`${relation.sql} has no column ${quoteLiteral(idColumn)}; its columns are ${[...columns.keys()].join(", ")} (pass the id column with --id-column)`);
+
+  const log = await findChangeLog(tx);
+  if (schemaOption !== undefined && log.schema !== undefined && log.schema !== schemaOption) {
+    throw new Refusal(`the change log is already in schema ${log.schema} (${qualify(log.schema, CHANGES_TABLE)}), where the origin finds it: there is one per database; drop --schema or pass --schema ${shellWord(log.schema)}`);
+  }
+  const schema = log.schema ?? schemaOption ?? DEFAULT_LOG_SCHEMA;
+  const statements: string[] = [];
+  const [found] = await tx<{ log: boolean; feed: boolean }[]>`
+    SELECT to_regclass(${qualify(schema, CHANGES_TABLE)}) IS NOT NULL AS log, to_regclass(${qualify(schema, FEED_TABLE)}) IS NOT NULL AS feed`;
+  if (!found!.log) statements.push(changeLogSql(schema));
+  if (!found!.feed) statements.push(feedTableSql(schema));
+  else if ((await tx.unsafe(`SELECT 1 FROM ${qualify(schema, FEED_TABLE)}`)).length === 0) statements.push(feedRowSql(schema));
+  const fn = await functionState(tx, schema);
+  const fnName = `${qualify(schema, TRIGGER_FUNCTION)}()`;
+  if (fn.state === "outdated" && fn.mayReplace === false) {
+    throw new Refusal(`${fnName} is an older version (its search_path lets any writer of the table run code as its owner) and belongs to ${fn.owner}: run this once as ${fn.owner}`);
+  }
+  if (fn.state === "current" && fn.mayExecute === false) {
+    throw new Refusal(`${fnName} belongs to ${fn.owner}, and this role may not attach it to a table: as ${fn.owner}, run \`GRANT EXECUTE ON FUNCTION ${fnName} TO ${quoteIdent(String((await tx<{ u: string }[]>`SELECT current_user AS u`)[0]!.u))};\``);
+  }
+  if (fn.state !== "current") statements.push(functionSql(schema));
+  statements.push(triggerSql(relation.sql, idColumn, schema));
+  if (grantTo !== undefined) statements.push(grantSql(relation.sql, relation.schema, schema, grantTo));
+  await tx.unsafe(statements.join(""));
+  return { table: relation.sql, schema };
 }
 
 function fail(message: string): never {

@@ -1,52 +1,240 @@
-// `npm start [-- WRANGLER_DEV_ARGS]`: the whole stack on this machine: the origin cache service on
-// 127.0.0.1:8788 (SQLite under ./data/, seeded with sample items on first run) and the worker under
-// `wrangler dev` on 127.0.0.1:8787 in front of it. Ctrl-C stops both.
-import { startOrigin, startWranglerDev } from "./lib/local-stack.ts";
+// `npm start [-- --port N] [--ip ADDRESS] [--var NAME:VALUE ...] [OTHER WRANGLER DEV ARGS]`: the whole stack on
+// this machine: the origin cache service on 127.0.0.1:8788 (SQLite under ./data/, seeded with sample items on
+// first run; PORT and METRICS_PORT move it) and the worker under `wrangler dev` on 127.0.0.1:8787 in front of
+// it. Ctrl-C stops both.
+//
+// The worker's vars (wrangler.toml and the --var arguments) are validated first, with the code
+// `npm run check` runs: a refused configuration prints check's message and nothing starts, instead of a
+// worker that answers every request 500. A piece that fails to start is reported in one line, with the fix
+// when it is known (a port taken), and the other is stopped.
+import { resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseEdgeConfig, type EdgeSpec } from "../src/edge/config/parse-edge-config.ts";
+import { ConfigError } from "../src/shared/config/config-error.ts";
+import { ExitedBeforeReady, freePort, localUrl, type Running, startOrigin, startWranglerDev } from "./lib/local-stack.ts";
+import { envFlag, type FlagSpec, readWranglerVars, usageText, UsageError, varFlags } from "./lib/wrangler-vars.ts";
 
-const ORIGIN_PORT = Number(process.env.PORT ?? 8788);
-const WORKER_PORT = 8787;
+const DEFAULT_WORKER_PORT = 8787;
+const DEFAULT_ORIGIN_PORT = 8788;
+const DEFAULT_METRICS_PORT = 8789;
 
-const origin = await startOrigin({
-  port: ORIGIN_PORT,
-  databasePath: process.env.DATABASE_URL ?? "./data/items.sqlite",
-  seedItems: 1000,
-  metricsPort: 8789,
-  echo: true,
-});
-const worker = await startWranglerDev({
-  port: WORKER_PORT,
-  vars: { ORIGIN_URL: origin.url },
-  extraArgs: process.argv.slice(2),
-  echo: true,
-}).catch(async (error: unknown) => {
-  await origin.stop();
-  throw error;
-});
+const FLAGS: FlagSpec[] = [
+  { flag: "--port", value: "N", doc: `the worker's port (default ${DEFAULT_WORKER_PORT}; 0: a free one)` },
+  { flag: "--ip", value: "ADDRESS", doc: "the worker's address (default 127.0.0.1)" },
+  { flag: "--var", value: "NAME:VALUE", doc: "override one of the worker's vars, validated as npm run check does (repeatable)" },
+  { flag: "--env", short: "-e", value: "NAME", doc: "the worker's vars from wrangler.toml [env.NAME.vars]" },
+];
+const USAGE = `${usageText("npm start", FLAGS)}
+Any other argument goes to wrangler dev. The origin's ports come from the environment:
+  PORT=N npm start (default ${DEFAULT_ORIGIN_PORT}), METRICS_PORT=N|off npm start (default ${DEFAULT_METRICS_PORT}; off: /metrics on PORT)`;
 
-let stopping = false;
-async function stop() {
-  if (stopping) return;
-  stopping = true;
-  await Promise.all([worker.stop(), origin.stop()]);
-  process.exit(0);
+export interface StartPlan {
+  help: boolean;
+  /** 0: a free port, chosen when starting. */
+  workerPort: number;
+  workerIp: string;
+  originPort: number;
+  /** undefined: METRICS_PORT=off, /metrics on the origin's port. */
+  metricsPort: number | undefined;
+  /** wrangler.toml [env.NAME], if --env was given. */
+  envName: string | undefined;
+  /** What goes to wrangler dev after start's own arguments: everything but --port and --ip. */
+  wranglerArgs: string[];
 }
-process.on("SIGINT", stop);
-process.on("SIGTERM", stop);
-// Only now: whoever waits for this message may stop us at once, and both children must stop with us.
-console.log(`
-slim-edge is running:
-  worker (edge)  ${worker.url}   → try: curl -i ${worker.url}/items/1
-  origin         ${origin.url}   → try: curl -i ${origin.url}/items/1
-  origin metrics http://127.0.0.1:8789/metrics
-  a preflight:   curl -i -X OPTIONS ${worker.url}/items/1 -H 'Origin: https://app.example.com' -H 'Access-Control-Request-Method: GET'
-                 (CORS is off until you allow origins: npm start -- --var CORS_ALLOW_ORIGINS:https://app.example.com)
-Ctrl-C stops both.
-`);
-for (const running of [origin, worker]) {
-  running.child.once("exit", (code) => {
-    if (!stopping) {
-      console.error(`${running === origin ? "origin" : "worker"} exited (${code}); stopping the stack.`);
-      void stop();
+
+function port(what: string, raw: string): number {
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || n > 65535) throw new UsageError(`${what} must be a port number from 0 to 65535, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+/**
+ * Which ports and address each piece gets, from `npm start`'s arguments and environment; throws a UsageError
+ * for a --port / --ip / PORT / METRICS_PORT it cannot use. --port and --ip are start's own (the worker's URL
+ * is printed from them), never passed on twice: wrangler refuses a flag given twice.
+ */
+export function planStart(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): StartPlan {
+  const plan: StartPlan = {
+    help: false,
+    workerPort: DEFAULT_WORKER_PORT,
+    workerIp: "127.0.0.1",
+    originPort: env.PORT === undefined || env.PORT === "" ? DEFAULT_ORIGIN_PORT : port("PORT", env.PORT),
+    metricsPort:
+      env.METRICS_PORT === undefined || env.METRICS_PORT === ""
+        ? DEFAULT_METRICS_PORT
+        : env.METRICS_PORT === "off"
+          ? undefined
+          : port("METRICS_PORT (or off)", env.METRICS_PORT),
+    envName: envFlag(argv),
+    wranglerArgs: [],
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === "--help" || arg === "-h") plan.help = true;
+    const own = ["--port", "--ip"].find((flag) => arg === flag || arg.startsWith(`${flag}=`));
+    if (own === undefined) {
+      plan.wranglerArgs.push(arg);
+      continue;
     }
-  });
+    const value = arg.includes("=") ? arg.slice(own.length + 1) : argv[i + 1]?.startsWith("-") ? undefined : argv[++i];
+    if (value === undefined || value === "") throw new UsageError(`${own} needs a value: ${own} ${own === "--port" ? "N" : "ADDRESS"}`);
+    if (own === "--port") plan.workerPort = port("--port", value);
+    else plan.workerIp = value;
+  }
+  if (plan.envName === "") throw new UsageError("--env needs a value: --env NAME");
+  return plan;
 }
+
+/** Validates the worker's vars as `npm run check` does; throws check's message (an Error) if refused. */
+export function checkWorkerVars(argv: readonly string[], envName: string | undefined, originUrl: string): EdgeSpec {
+  const where = envName ? `wrangler.toml [env.${envName}]` : "wrangler.toml [vars]";
+  try {
+    // start's ORIGIN_URL goes first on wrangler dev's command line, so a --var ORIGIN_URL wins, here too.
+    return parseEdgeConfig(readWranglerVars("wrangler.toml", envName, { ORIGIN_URL: originUrl, ...varFlags(argv) }));
+  } catch (error) {
+    throw new Error(error instanceof ConfigError ? `${where}: ${error.message}` : error instanceof Error ? error.message : String(error));
+  }
+}
+
+// Wrangler colours its errors even with NO_COLOR.
+const plain = (text: string) => text.replace(/\x1b\[[0-9;]*m/g, "");
+
+/** One line: which piece did not start, why (the line of its output that says so), and the fix when known. */
+export function describeStartFailure(failure: ExitedBeforeReady, plan: Pick<StartPlan, "originPort" | "metricsPort">): string {
+  const output = plain(failure.output);
+  if (failure.processName === "worker") {
+    const taken = /Address already in use \((.*):(\d+)\)/.exec(output);
+    if (taken) return `the worker (wrangler dev) did not start: port ${taken[2]} is taken: npm start -- --port N (0: a free one)`;
+  } else {
+    const taken = /EADDRINUSE\b[^\n]*?:(\d+)\b/.exec(output);
+    if (taken) {
+      const n = Number(taken[1]);
+      const fix = n === plan.metricsPort ? "METRICS_PORT=N npm start (or METRICS_PORT=off)" : "PORT=N npm start";
+      return `the origin did not start: port ${n} is taken: ${fix}`;
+    }
+  }
+  const lines = output.split("\n").map((line) => line.trim()).filter((line) => line !== "" && !/^🪵|Logs were written to/.test(line));
+  const said = lines.find((line) => /\[ERROR\]/.test(line))?.replace(/^✘\s*\[ERROR\]\s*/, "") ?? lines.at(-1);
+  const what = failure.processName === "worker" ? "the worker (wrangler dev)" : "the origin";
+  return `${what} exited (${failure.exitCode ?? "not started"}) before it was ready${said ? `: ${said}` : ""}`;
+}
+
+/** What `npm start` prints once both pieces are ready: the URLs, a read, a write, a preflight, what to expect. */
+export function runningBanner(
+  urls: { worker: string; origin: string; metrics: string },
+  spec: EdgeSpec,
+  originToken: boolean,
+): string {
+  const { cors } = spec;
+  const patterns = cors.originPatterns.map((p) => `${p.prefix}*${p.suffix}`);
+  const allowed = cors.anyOrigin ? ["*"] : [...cors.exactOrigins, ...patterns];
+  const first = cors.originPatterns[0];
+  const tryOrigin = cors.exactOrigins[0] ?? (first && !cors.anyOrigin ? `${first.prefix}app${first.suffix}` : "https://app.example.com");
+  const corsLine =
+    allowed.length === 0
+      ? "(CORS is off until you allow origins: npm start -- --var CORS_ALLOW_ORIGINS:https://app.example.com)"
+      : `(CORS allows ${allowed.join(", ")}${cors.credentials ? ", with credentials" : ""})`;
+  const ttl = spec.edgeCacheTtlSeconds;
+  const cacheLine =
+    ttl === 0
+      ? "(EDGE_CACHE_TTL is 0: every read through the worker asks the origin, so it shows a write at once)"
+      : `(the worker's edge cache keeps an item up to EDGE_CACHE_TTL, ${ttl} s${ttl === 60 ? " (the default)" : ""}, and nothing purges it locally:\n` +
+        `                  a read through ${urls.worker} right after a PUT may still show the old version)`;
+  const token = originToken ? ` -H "x-origin-token: $ORIGIN_TOKEN"` : "";
+  return `
+slim-edge is running:
+  worker (edge)  ${urls.worker}   → try: curl -i ${urls.worker}/items/1
+  origin         ${urls.origin}   → try: curl -i${token} ${urls.origin}/items/1
+  origin metrics ${urls.metrics}
+  a write:       curl -i -X PUT${token} ${urls.origin}/items/1 -H 'Content-Type: application/json' -d '{"id":"1","name":"changed"}'
+                 ${cacheLine}
+  a preflight:   curl -i -X OPTIONS ${urls.worker}/items/1 -H 'Origin: ${tryOrigin}' -H 'Access-Control-Request-Method: GET'
+                 ${corsLine}
+Ctrl-C stops both.
+`;
+}
+
+async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  let plan: StartPlan;
+  try {
+    plan = planStart(argv, process.env);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    console.error(`${USAGE}\n\nnpm start: ${error.message}`);
+    process.exit(2);
+  }
+  if (plan.help) {
+    console.log(USAGE);
+    process.exit(0);
+  }
+  if (plan.originPort === 0) plan.originPort = await freePort();
+  if (plan.workerPort === 0) plan.workerPort = await freePort();
+  const originUrl = `http://127.0.0.1:${plan.originPort}`;
+
+  let spec: EdgeSpec;
+  try {
+    spec = checkWorkerVars(argv, plan.envName, originUrl);
+  } catch (error) {
+    console.error(`${(error as Error).message}\nnpm start: refused; nothing was started.`);
+    process.exit(1);
+  }
+
+  // Signals are ours from the start: the children run in their own process groups (local-stack), so a
+  // Ctrl-C while one is still starting would otherwise leave it running.
+  const started: Running[] = [];
+  let pending: Promise<Running> | undefined;
+  let stopping = false;
+  const stop = async (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    const late = await pending?.catch(() => undefined);
+    await Promise.all([...started, ...(late && !started.includes(late) ? [late] : [])].map((running) => running.stop()));
+    process.exit(code);
+  };
+  process.on("SIGINT", () => void stop(0));
+  process.on("SIGTERM", () => void stop(0));
+
+  // Once stopping, a piece's start never returns: stop() stops whatever `pending` brought up, then exits.
+  const never = () => new Promise<never>(() => {});
+  const startPiece = async (name: "origin" | "worker", run: () => Promise<Running>): Promise<Running> => {
+    if (stopping) return never();
+    pending = run();
+    let running: Running;
+    try {
+      running = await pending;
+    } catch (error) {
+      if (stopping) return never();
+      console.error(`npm start: ${error instanceof ExitedBeforeReady ? describeStartFailure(error, plan) : (error as Error).message}`);
+      await stop(1);
+      return never();
+    }
+    if (stopping) return never();
+    started.push(running);
+    running.child.once("exit", (code, signal) => {
+      if (stopping) return;
+      console.error(`npm start: the ${name} exited (${code ?? signal}); stopping the stack.`);
+      void stop(1);
+    });
+    return running;
+  };
+
+  const origin = await startPiece("origin", () =>
+    startOrigin({
+      port: plan.originPort,
+      databasePath: process.env.DATABASE_URL ?? "./data/items.sqlite",
+      seedItems: 1000,
+      metricsPort: plan.metricsPort,
+      echo: true,
+    }),
+  );
+  const worker = await startPiece("worker", () =>
+    startWranglerDev({ port: plan.workerPort, ip: plan.workerIp, vars: { ORIGIN_URL: origin.url }, extraArgs: plan.wranglerArgs, echo: true }),
+  );
+  // Only now: whoever waits for this message may stop us at once, and both children must stop with us.
+  const metricsUrl = plan.metricsPort === undefined ? `${origin.url}/metrics` : `${localUrl("127.0.0.1", plan.metricsPort)}/metrics`;
+  console.log(runningBanner({ worker: worker.url, origin: origin.url, metrics: metricsUrl }, spec, Boolean(process.env.ORIGIN_TOKEN)));
+}
+
+// Run as `node scripts/start.ts`; imported (by the tests), it only exports its pure parts.
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) await main();

@@ -86,7 +86,25 @@ export function echoLines(name: string, stream: Readable, write: (text: string) 
   });
 }
 
-/** Spawns `command` and resolves once a line of its output matches `ready`; rejects if it exits first. */
+/**
+ * A process that exited (or could not be spawned) before it was ready. `output` is everything it printed
+ * until then, so a caller can quote the line that says why; the message keeps the last 3,000 characters.
+ */
+export class ExitedBeforeReady extends Error {
+  readonly processName: string;
+  readonly exitCode: number | null;
+  readonly output: string;
+
+  constructor(processName: string, exitCode: number | null, output: string) {
+    super(`${processName} exited (${exitCode}) before it was ready:\n${output.slice(-3000)}`);
+    this.name = "ExitedBeforeReady";
+    this.processName = processName;
+    this.exitCode = exitCode;
+    this.output = output;
+  }
+}
+
+/** Spawns `command` and resolves once a line of its output matches `ready`; rejects with an ExitedBeforeReady if it exits first. */
 function spawnUntilReady(
   name: string,
   command: string,
@@ -107,7 +125,8 @@ function spawnUntilReady(
       if (ready.test(output)) resolveReady(child);
     };
     for (const stream of streams) stream.on("data", onData);
-    child.once("exit", (code) => reject(new Error(`${name} exited (${code}) before it was ready:\n${output.slice(-3000)}`)));
+    child.once("error", (error) => reject(new ExitedBeforeReady(name, null, `${output}${error.message}\n`)));
+    child.once("exit", (code) => reject(new ExitedBeforeReady(name, code, output)));
   });
 }
 
@@ -142,9 +161,23 @@ export async function startOrigin(options: OriginOptions): Promise<Running> {
 
 export interface WorkerOptions {
   port?: number;
+  /** The address wrangler dev listens on (default 127.0.0.1). */
+  ip?: string;
   vars: Record<string, string>;
   echo?: boolean;
+  /** More wrangler dev arguments; an `--inspector-port` or `--persist-to` here replaces this function's own. */
   extraArgs?: string[];
+}
+
+/** Whether `args` sets `flag` (`--flag VALUE` or `--flag=VALUE`). */
+function setsFlag(args: readonly string[], flag: string): boolean {
+  return args.some((arg) => arg === flag || arg.startsWith(`${flag}=`));
+}
+
+/** The URL a client on this machine reaches an address at: a wildcard address is reached on loopback. */
+export function localUrl(ip: string, port: number): string {
+  const host = ip === "0.0.0.0" || ip === "*" ? "127.0.0.1" : ip === "::" || ip === "[::]" ? "[::1]" : ip.includes(":") && !ip.startsWith("[") ? `[${ip}]` : ip;
+  return `http://${host}:${port}`;
 }
 
 /**
@@ -154,25 +187,30 @@ export interface WorkerOptions {
  */
 export async function startWranglerDev(options: WorkerOptions): Promise<Running> {
   const port = options.port ?? (await freePort());
-  const state = mkdtempSync(join(tmpdir(), "slim-edge-wrangler-"));
+  const ip = options.ip ?? "127.0.0.1";
+  const extraArgs = options.extraArgs ?? [];
+  // wrangler refuses a flag given twice, so the caller's own --inspector-port / --persist-to replace these.
+  const state = setsFlag(extraArgs, "--persist-to") ? undefined : mkdtempSync(join(tmpdir(), "slim-edge-wrangler-"));
   const varArgs = Object.entries(options.vars).flatMap(([name, value]) => ["--var", `${name}:${value}`]);
   const env = { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", NO_COLOR: "1" };
   const args = [
     "dev",
-    "--ip", "127.0.0.1",
+    "--ip", ip,
     "--port", String(port),
-    "--inspector-port", String(await freePort()),
-    "--persist-to", state,
+    ...(setsFlag(extraArgs, "--inspector-port") ? [] : ["--inspector-port", String(await freePort())]),
+    ...(state ? ["--persist-to", state] : []),
     "--show-interactive-dev-session=false",
     ...varArgs,
-    ...(options.extraArgs ?? []),
+    ...extraArgs,
   ];
-  const removeState = () => rmSync(state, { recursive: true, force: true });
+  const removeState = () => {
+    if (state) rmSync(state, { recursive: true, force: true });
+  };
   const child = await spawnUntilReady("worker", resolve(BIN, "wrangler"), args, env, /Ready on http/, options.echo ?? false).catch(
     (error: unknown) => {
       removeState();
       throw error;
     },
   );
-  return { url: `http://127.0.0.1:${port}`, port, child, stop: () => stopChild(child).then(removeState) };
+  return { url: localUrl(ip, port), port, child, stop: () => stopChild(child).then(removeState) };
 }

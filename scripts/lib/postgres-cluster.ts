@@ -98,32 +98,58 @@ export interface ThrowawayPostgresOptions {
   bin?: string;
 }
 
+/** Where findPostgresBin looked, and what it found. */
+export interface PostgresBinSearch {
+  /** The directory holding initdb; undefined if no place looked at has it. */
+  bin: string | undefined;
+  /** $PG_BIN, when it was set but holds no initdb (and was passed over). */
+  pgBinWithoutInitdb: string | undefined;
+  /** Each place looked at, in order, e.g. ["/nonexistent", "/usr/lib/postgresql/15/bin"]. */
+  looked: string[];
+}
+
 /**
- * The directory holding initdb/pg_ctl/postgres/psql: $PG_BIN if set, else the highest
- * /usr/lib/postgresql/<version>/bin (Debian's layout), else `pg_config --bindir`; undefined if none has initdb.
+ * Looks for the directory holding initdb/pg_ctl/postgres/psql: $PG_BIN if it holds initdb, else the highest
+ * /usr/lib/postgresql/<version>/bin (Debian's layout), else `pg_config --bindir`. A $PG_BIN without initdb
+ * is passed over, as scripts/ci-install-postgresql.sh does, and reported in `pgBinWithoutInitdb` so that
+ * callers can say so. The arguments exist for tests.
  */
-export function findPostgresBin(): string | undefined {
+export function searchPostgresBin(pgBin = process.env.PG_BIN, debianRoot = "/usr/lib/postgresql", pgConfig = "pg_config"): PostgresBinSearch {
   const hasInitdb = (dir: string) => existsSync(join(dir, "initdb"));
-  const fromEnv = process.env.PG_BIN;
-  if (fromEnv) return hasInitdb(fromEnv) ? resolve(fromEnv) : undefined;
+  const looked: string[] = [];
+  const found = (dir: string | undefined, pgBinWithoutInitdb: string | undefined): PostgresBinSearch => ({ bin: dir, pgBinWithoutInitdb, looked });
+  let badPgBin: string | undefined;
+  if (pgBin) {
+    looked.push(pgBin);
+    if (hasInitdb(pgBin)) return found(resolve(pgBin), undefined);
+    badPgBin = pgBin;
+  }
   try {
-    const versions = readdirSync("/usr/lib/postgresql")
+    const versions = readdirSync(debianRoot)
       .filter((name) => /^\d+$/.test(name))
       .sort((a, b) => Number(b) - Number(a));
     for (const version of versions) {
-      const dir = `/usr/lib/postgresql/${version}/bin`;
-      if (hasInitdb(dir)) return dir;
+      const dir = `${debianRoot}/${version}/bin`;
+      looked.push(dir);
+      if (hasInitdb(dir)) return found(dir, badPgBin);
     }
+    if (versions.length === 0) looked.push(`${debianRoot}/<version>/bin`);
   } catch {
-    // no Debian layout here
+    looked.push(`${debianRoot}/<version>/bin`);
   }
+  looked.push(`${pgConfig} --bindir`);
   try {
-    const dir = execFileSync("pg_config", ["--bindir"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
-    if (dir && hasInitdb(dir)) return dir;
+    const dir = execFileSync(pgConfig, ["--bindir"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+    if (dir && hasInitdb(dir)) return found(dir, badPgBin);
   } catch {
     // no pg_config on PATH
   }
-  return undefined;
+  return found(undefined, badPgBin);
+}
+
+/** The directory holding initdb/pg_ctl/postgres/psql (see searchPostgresBin); undefined if none has initdb. */
+export function findPostgresBin(): string | undefined {
+  return searchPostgresBin().bin;
 }
 
 // Settings for a disposable test server. fsync, full_page_writes and synchronous_commit are off for speed:

@@ -7,8 +7,8 @@ const PLAIN_VARS = EDGE_VARS.filter((doc) => !("secret" in doc && doc.secret));
 
 /**
  * The worker's vars from wrangler.toml: `[vars]`, or `[env.NAME.vars]` (environments do not inherit vars),
- * with `overrides` of the same names on top (`--var` flags for what wrangler deploys; the process
- * environment for the Snippet build).
+ * with `overrides` of the same names on top (the `--var NAME:VALUE` flags, as wrangler reads them: see
+ * `varFlags`).
  */
 export function readWranglerVars(
   configPath: string,
@@ -78,4 +78,89 @@ export function envFlag(argv: readonly string[]): string | undefined {
     if (arg.startsWith("--env=")) return arg.slice("--env=".length);
   }
   return undefined;
+}
+
+/** One flag a script takes. Its usage line is built from the same entry, so the help and the parser agree. */
+export interface FlagSpec {
+  /** `--name`. `--var` takes NAME:VALUE pairs as wrangler does; varFlags reads them. */
+  flag: `--${string}`;
+  short?: `-${string}`;
+  /** The value's placeholder, e.g. "PATH"; absent for a switch. */
+  value?: string;
+  doc: string;
+}
+
+/** An argument a script cannot take: exit 2 with the usage, having done nothing. */
+export class UsageError extends Error {}
+
+export interface ParsedArgs {
+  /** `--help` or `-h` was given: print the usage and do nothing else. */
+  help: boolean;
+  /** Each value flag given, by its long name, with its last value. */
+  values: Map<string, string>;
+  /** Each switch given, by its long name. */
+  switches: Set<string>;
+}
+
+/**
+ * Parses a script's argv strictly against `flags`: `--flag VALUE`, `--flag=VALUE` (or the short form),
+ * switches, `--var` pairs (validated by varFlags), `--help`/`-h`. Anything else throws a UsageError naming it
+ * (`unknown argument --dryrun`, `--outfile needs a value`), so a typo never passes as a default.
+ */
+export function parseScriptArgs(argv: readonly string[], flags: readonly FlagSpec[]): ParsedArgs {
+  const parsed: ParsedArgs = { help: false, values: new Map(), switches: new Set() };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === "--help" || arg === "-h") {
+      parsed.help = true;
+      continue;
+    }
+    const eq = arg.startsWith("--") ? arg.indexOf("=") : -1;
+    const given = eq === -1 ? arg : arg.slice(0, eq);
+    const spec = flags.find((f) => f.flag === given || f.short === given);
+    if (!spec) throw new UsageError(`unknown argument ${arg}`);
+    if (spec.flag === "--var") {
+      // The pairs themselves (and a --var without one) are varFlags' to judge, with its own messages.
+      if (eq === -1) while (i + 1 < argv.length && !argv[i + 1]!.startsWith("-")) i++;
+      continue;
+    }
+    if (spec.value === undefined) {
+      if (eq !== -1) throw new UsageError(`${spec.flag} takes no value (got ${arg})`);
+      parsed.switches.add(spec.flag);
+      continue;
+    }
+    const value = eq !== -1 ? arg.slice(eq + 1) : argv[i + 1]?.startsWith("-") ? undefined : argv[++i];
+    if (value === undefined || value === "") throw new UsageError(`${spec.flag} needs a value: ${spec.flag} ${spec.value}`);
+    parsed.values.set(spec.flag, value);
+  }
+  return parsed;
+}
+
+/** `usage: COMMAND [-- OPTIONS]` and one line per flag, `--help` last. */
+export function usageText(command: string, flags: readonly FlagSpec[]): string {
+  const all: FlagSpec[] = [...flags, { flag: "--help", short: "-h", doc: "print this and do nothing else" }];
+  const names = all.map((f) => [`${f.flag}${f.value ? ` ${f.value}` : ""}`, ...(f.short ? [`${f.short}${f.value ? ` ${f.value}` : ""}`] : [])].join(", "));
+  const width = Math.max(...names.map((name) => name.length));
+  return [`usage: ${command} [-- OPTIONS]`, ...all.map((f, i) => `  ${names[i]!.padEnd(width)}  ${f.doc}`)].join("\n");
+}
+
+/**
+ * A script's arguments, or the process ends: `--help` prints the usage (exit 0); an unknown or incomplete
+ * argument prints the usage and what was wrong (exit 2), before the script does anything.
+ */
+export function scriptArgsOrExit(script: string, argv: readonly string[], flags: readonly FlagSpec[]): ParsedArgs {
+  const usage = usageText(`npm run ${script}`, flags);
+  let parsed: ParsedArgs;
+  try {
+    parsed = parseScriptArgs(argv, flags);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    console.error(`${usage}\n\n${script}: ${error.message}`);
+    process.exit(2);
+  }
+  if (parsed.help) {
+    console.log(usage);
+    process.exit(0);
+  }
+  return parsed;
 }

@@ -128,8 +128,11 @@ export class OriginMetrics {
     gauge("origin_filter_bytes", "Memory of the membership filter (outside CACHE_MAX_BYTES)", () => sources.knownIds().bytes);
     gauge("origin_filter_ready", "1 while the membership filter answers, 0 while it is (re)built", () => (sources.knownIds().ready ? 1 : 0));
     const purge = () => sources.duties().purgeStats();
+    // What a purger that stopped (leadership moved on) last saw is not this instance's state any more: the
+    // gauges report the leader only, so summed over instances pending counts once and the state is the leader's.
+    const leaderPurge = () => (sources.duties().leading ? purge() : undefined);
     gauge("origin_leader", "1 while this instance purges the edge and prunes the change log for all of them", () => (sources.duties().leading ? 1 : 0));
-    gauge("origin_purge_pending", "Changes waiting to be purged from the edge, at the purger's last look", () => purge()?.pending ?? 0);
+    gauge("origin_purge_pending", "Changes waiting to be purged from the edge, at the purger's last look (0 unless this instance leads)", () => leaderPurge()?.pending ?? 0);
     counter("origin_purge_calls_total", "Purge API calls sent (by tag, wide, and the start-up check)", () => purge()?.calls ?? 0);
     counter("origin_purge_tags_total", "Cache tags in purge calls Cloudflare accepted", () => purge()?.purgedTags ?? 0);
     counter("origin_purge_retries_total", "Purge calls that failed retryably (429, 5xx, timeout, network, malformed answer)", () => purge()?.retried ?? 0);
@@ -143,7 +146,7 @@ export class OriginMetrics {
       registers,
       collect() {
         this.reset();
-        const state = purge()?.state;
+        const state = leaderPurge()?.state;
         if (state !== undefined) for (const s of ["ok", "retrying", "refused", "fallback"]) this.set({ state: s }, s === state ? 1 : 0);
       },
     });

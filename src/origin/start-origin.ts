@@ -176,7 +176,8 @@ async function serve(
     wire,
     metrics,
     maxItemBytes: config.maxItemBytes,
-    readOnlyReason: `items come from a table the origin does not own (${store.description}): change them there; PUT and DELETE are refused`,
+    // Clients see no database address: the startup line names the table for the operator.
+    readOnlyReason: "items come from a table the origin does not own (ITEMS_TABLE): change them there; PUT and DELETE are refused",
     committed: (id) => {
       options.onCommitted?.(id);
       duties.changed();
@@ -187,6 +188,9 @@ async function serve(
 
   const server = createServer(itemPortListener({ reads, writes, operational, wire, metrics }));
   server.keepAliveTimeout = config.keepAliveTimeoutMs;
+  // keepAliveTimeout only starts once an answer has finished: a client that stops reading mid-answer would
+  // hold its connection for ever. The same bound as inactivity on any socket (the fast path's own too).
+  server.timeout = config.keepAliveTimeoutMs;
   metrics.watch(server);
   // Node writes `Date` itself, so ORIGIN_SEND_DATE keeps everything on node:http.
   if ((options.fastPath ?? config.fastPath) && !config.sendDate) {

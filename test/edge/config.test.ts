@@ -81,6 +81,22 @@ describe("configuration", () => {
     expect(await origin.requests()).toEqual([]);
   });
 
+  it("suggests an origin that is accepted as it stands, not refused for the next problem in turn", () => {
+    for (const written of [
+      "HTTPS://App.example.com:443/",
+      "https://App.example.com/",
+      "https://app.example.com:443/",
+      "http://A.example.com:80/path",
+      "https://*.Example.com:443/",
+      "https://App.example.com:8443/",
+    ]) {
+      const [problem] = problemsOf({ CORS_ALLOW_ORIGINS: written });
+      const suggested = /write "([^"]+)"/.exec(problem ?? "")?.[1];
+      expect(suggested, `${written}: ${problem}`).toBeDefined();
+      expect(problemsOf({ CORS_ALLOW_ORIGINS: suggested! }), `${written} → ${suggested}`).toEqual([]);
+    }
+  });
+
   it("lists every problem at once", () => {
     const problems = problemsOf({ CORS_ALLOW_ORIGINS: "*", CORS_ALLOW_CREDENTIALS: "true", CORS_MAX_AGE: "x" });
     expect(problems.map((p) => p.split(":")[0])).toEqual(["CORS_ALLOW_ORIGINS", "CORS_MAX_AGE"]);

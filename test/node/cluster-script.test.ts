@@ -4,9 +4,10 @@
 // needs PostgreSQL's server binaries (bash scripts/ci-install-postgresql.sh).
 
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
-import { resolve } from "node:path";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, describe, expect, it } from "vitest";
 import { parseSettings } from "../../bench/cluster/args.ts";
@@ -15,6 +16,7 @@ import { replay, type ReplayOptions } from "../../bench/cluster/replay.ts";
 import { staleness, type CommittedWrite, type ObservedRead } from "../../bench/cluster/staleness.ts";
 import { summarize } from "../../bench/cluster/stats.ts";
 import { percentile } from "../../bench/lib/stats.ts";
+import { searchPostgresBin } from "../../scripts/lib/postgres-cluster.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const NODE = resolve(ROOT, "node_modules/.bin/node");
@@ -181,16 +183,19 @@ function probePort(port: number): Promise<string> {
   });
 }
 
+/** A cluster a test left running: SIGINT, then SIGKILL if it has not gone after 5 s. */
+async function stopChild(child: ChildProcess | undefined): Promise<void> {
+  if (child && child.exitCode === null && child.signalCode === null) {
+    child.kill("SIGINT");
+    await sleep(5000);
+    if (child.exitCode === null) child.kill("SIGKILL");
+  }
+}
+
 describe("npm run cluster -- --instances 2", () => {
   let child: ChildProcess | undefined;
 
-  afterAll(async () => {
-    if (child && child.exitCode === null && child.signalCode === null) {
-      child.kill("SIGINT");
-      await sleep(5000);
-      if (child.exitCode === null) child.kill("SIGKILL");
-    }
-  });
+  afterAll(() => stopChild(child));
 
   it("comes up, serves a write on one instance and the read on the other, and stops cleanly on SIGINT", async () => {
     // What `npm run cluster -- --instances 2` runs, on free ports (a fixed one may be taken on a shared machine).
@@ -243,5 +248,62 @@ describe("npm run cluster -- --instances 2", () => {
     expect(out).toContain("SIGINT: stopping the instances");
     expect(existsSync(dir!)).toBe(false);
     for (const port of ports) expect(await probePort(port)).toBe("ECONNREFUSED");
+  }, 120_000);
+});
+
+describe("where npm run cluster looks for PostgreSQL", () => {
+  const root = mkdtempSync(join(tmpdir(), "slim-edge-pgbin-"));
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+  const binWithInitdb = (path: string) => {
+    mkdirSync(path, { recursive: true });
+    writeFileSync(join(path, "initdb"), "");
+    return path;
+  };
+  const debian = join(root, "postgresql");
+  const v15 = binWithInitdb(join(debian, "15", "bin"));
+  const own = binWithInitdb(join(root, "own", "bin"));
+  const noPgConfig = join(root, "no-pg_config");
+
+  it("takes $PG_BIN when it holds initdb", () => {
+    expect(searchPostgresBin(own, debian, noPgConfig)).toEqual({ bin: own, pgBinWithoutInitdb: undefined, looked: [own] });
+  });
+
+  it("passes over a $PG_BIN without initdb to the highest /usr/lib/postgresql/<version>/bin, and says so", () => {
+    expect(searchPostgresBin("/nonexistent", debian, noPgConfig)).toEqual({ bin: v15, pgBinWithoutInitdb: "/nonexistent", looked: ["/nonexistent", v15] });
+  });
+
+  it("lists every place it looked when none has initdb", () => {
+    const none = searchPostgresBin("/nonexistent", join(root, "absent"), noPgConfig);
+    expect(none).toEqual({
+      bin: undefined,
+      pgBinWithoutInitdb: "/nonexistent",
+      looked: ["/nonexistent", `${join(root, "absent")}/<version>/bin`, `${noPgConfig} --bindir`],
+    });
+  });
+});
+
+describe.skipIf(searchPostgresBin("").bin === undefined)("npm run cluster with PG_BIN=/nonexistent", () => {
+  let child: ChildProcess | undefined;
+  afterAll(() => stopChild(child));
+
+  it("names the PG_BIN that has no initdb and uses the next place, as docs/origin.md says", async () => {
+    const fallback = searchPostgresBin("").bin!;
+    child = spawn(NODE, ["scripts/cluster.ts", "--instances", "1", "--port", "0", "--items", "0"], {
+      cwd: ROOT,
+      env: { ...process.env, PG_BIN: "/nonexistent" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    child.stdout!.setEncoding("utf8").on("data", (text: string) => (out += text));
+    child.stderr!.setEncoding("utf8").on("data", (text: string) => (out += text));
+    const exited = new Promise<number | null>((done) => child!.once("exit", (code) => done(code)));
+    for (const deadline = Date.now() + 60_000; !out.includes("Ctrl-C stops everything."); await sleep(100)) {
+      if (child.exitCode !== null) throw new Error(`scripts/cluster.ts exited (${child.exitCode}) before it was up:\n${out}`);
+      if (Date.now() > deadline) throw new Error(`scripts/cluster.ts was not up within 60 s:\n${out}`);
+    }
+    expect(out.split("\n")[0]).toBe(`cluster: PG_BIN=/nonexistent has no initdb; using ${fallback} instead`);
+    expect(out).not.toContain("not installed");
+    child.kill("SIGINT");
+    expect(await Promise.race([exited, sleep(30_000).then(() => "timeout" as const)]), out).toBe(0);
   }, 120_000);
 });

@@ -127,7 +127,7 @@ describe("origin configuration", () => {
   it.each([
     ["PORT", "http", /^PORT: "http" is not a port/],
     ["PORT", "65536", /^PORT: .*0 to 65535/],
-    ["METRICS_PORT", "-1", /^METRICS_PORT: /],
+    ["METRICS_PORT", "on", /^METRICS_PORT: "on" is not a port; write a whole number from 0 to 65535, or "off" for no separate listener \(PORT serves \/metrics too\)\.$/],
     ["DATABASE_URL", "mysql://db/x", /^DATABASE_URL: .*unsupported scheme "mysql:"/],
     ["DATABASE_URL", "sqlite://dbhost/x.sqlite", /^DATABASE_URL: .*names a host \(dbhost\)/],
     ["DATABASE_URL", "sqlite:x.sqlite?mode=ro", /^DATABASE_URL: .*URL parameters/],

@@ -3,6 +3,8 @@
 import { once as onceEvent } from "node:events";
 import { connect, Server as NetServer, type Socket } from "node:net";
 import { describe, expect, it, vi } from "vitest";
+import { EventEmitter } from "node:events";
+import { FastConnection, type FastContext } from "../../src/origin/http/fast/fast-connection.ts";
 import { DEFER, newFastRequest, parseFastRequest } from "../../src/origin/http/fast/recogniser.ts";
 import { sampleItem } from "../../src/origin/store/sample-items.ts";
 import { startOrigin } from "../../src/origin/start-origin.ts";
@@ -46,6 +48,86 @@ describe("fast path: bounded memory under a client that never reads", () => {
     const closed = new Promise((resolve) => serverSocket.once("close", resolve));
     client.destroy();
     await closed;
+  });
+});
+
+describe("fast path: after the last answer", () => {
+  /** A socket whose writes never flush (a client that does not read), and that records how it ends. */
+  class StuckSocket extends EventEmitter {
+    ended = false;
+    destroyed = false;
+    write(): boolean {
+      return true; // under node's high-water mark: accepted, never flushed
+    }
+    end(): this {
+      this.ended = true; // the FIN waits behind what never flushes: no callback
+      return this;
+    }
+    destroy(): this {
+      if (!this.destroyed) {
+        this.destroyed = true;
+        this.emit("close");
+      }
+      return this;
+    }
+    pause(): this {
+      return this;
+    }
+    resume(): this {
+      return this;
+    }
+    setTimeout(): this {
+      return this;
+    }
+  }
+
+  function connection(keepAliveTimeoutMs: number) {
+    const socket = new StuckSocket();
+    const answered: string[] = [];
+    const ctx: FastContext = {
+      answer: (req) => {
+        answered.push(req.close ? "close" : "keep-alive");
+        return "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
+      },
+      failed: () => "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n",
+      handOff: () => {
+        throw new Error("nothing after the last answer may reach node:http");
+      },
+      release: () => {},
+      keepAliveTimeoutMs,
+      headersTimeoutMs: 60_000,
+      requestTimeout: "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n",
+    };
+    return { socket, answered, fast: new FastConnection(socket as unknown as Socket, ctx) };
+  }
+
+  it("drops what a client sends after Connection: close, however much, and is destroyed at the linger bound", async () => {
+    const { socket, answered, fast } = connection(50);
+    socket.emit("data", Buffer.from(get("/items/1", { Connection: "close" }) + get("/items/2")));
+    expect(answered).toEqual(["close"]); // the request after it is not a request (RFC 9112 §9.6)
+    expect(socket.ended).toBe(true);
+    const junk = Buffer.alloc(64 * 1024, "x");
+    for (let i = 0; i < 1_000; i++) socket.emit("data", junk); // 64 MB from a client that never reads
+    expect(fast.heldBytes).toBe(0);
+    // The answer never flushes: the connection goes at the linger bound, not at the client's pleasure.
+    await onceEvent(socket, "close");
+    expect(socket.destroyed).toBe(true);
+  });
+});
+
+describe("node:http: a client that stops reading", () => {
+  it("is disconnected after KEEP_ALIVE_TIMEOUT_SECONDS with nothing written, not held for ever", async () => {
+    const origin = await start({ ORIGIN_FAST_PATH: "false", KEEP_ALIVE_TIMEOUT_SECONDS: "1" });
+    const writer = await RawConnection.open(origin.port);
+    expect((await writer.send(withBody("PUT", "/items/big", JSON.stringify({ pad: "x".repeat(60_000) })))).status).toBe(204);
+    const accepted = nextServerSocket(origin.server);
+    const client = connect(origin.port, "127.0.0.1");
+    client.on("error", () => {});
+    client.pause(); // never reads: the answers stop mid-way, and node's keep-alive timer never starts
+    const serverSocket = await accepted;
+    client.write(get("/items/big").repeat(200));
+    await onceEvent(serverSocket, "close");
+    client.destroy();
   });
 });
 

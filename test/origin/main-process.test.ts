@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -58,6 +59,17 @@ describe("node src/origin/main.ts", () => {
     expect(p.stderr()).toContain('DATABASE_URL: "mysql://u:***@db/items" has an unsupported scheme "mysql:"');
     expect(p.stderr()).not.toContain("secret");
     expect(p.stdout()).toBe("");
+  });
+
+  it("exits 75 (EX_TEMPFAIL: retry) when PostgreSQL is not there yet, naming what to check, not as a refusal", async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve)); // nothing listens there now
+    const p = run({ DATABASE_URL: `postgres://slim@127.0.0.1:${port}/items` });
+    expect((await p.exited).code).toBe(75);
+    expect(p.stderr()).toMatch(/^origin: cannot reach PostgreSQL at postgres:\/\/slim@127\.0\.0\.1:\d+\/items .*is it running/m);
+    expect(p.stderr()).not.toContain("refuses this configuration");
   });
 
   it("stops cleanly on a SIGTERM sent the moment the startup line arrives", async () => {

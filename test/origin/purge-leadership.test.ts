@@ -2,6 +2,7 @@
 // when the leader's session ends (terminated backend, server restart) it steps down at once and the lock goes
 // to whoever asks next; stop() releases it. Every onChange(true) also checks that no other instance leads at
 // that moment. Waits are on events and on what PostgreSQL reports, each bounded; nothing sleeps to synchronise.
+import { connect, createServer, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { FixedLeadership, PostgresLeadership } from "../../src/origin/purge/leadership.ts";
 import { usePostgres } from "./pg-harness.ts";
@@ -96,6 +97,37 @@ async function lockHolders(database: string): Promise<string[]> {
 
 const databaseOf = (url: string) => decodeURIComponent(new URL(url).pathname.slice(1));
 
+/** A loopback TCP relay to `url`'s server whose path can freeze: bytes stop both ways, nothing is closed (a vanished machine). */
+async function freezableRelay(url: string): Promise<{ url: string; freeze(): void; close(): void }> {
+  const target = new URL(url);
+  const sockets = new Set<Socket>();
+  let frozen = false;
+  const server = createServer((client) => {
+    const upstream = connect(Number(target.port), target.hostname);
+    for (const [from, to] of [[client, upstream], [upstream, client]] as const) {
+      sockets.add(from);
+      from.on("data", (chunk) => {
+        if (!frozen) to.write(chunk);
+      });
+      // Once frozen, not even a close gets through: the other side never hears of it.
+      from.on("error", () => frozen || to.destroy());
+      from.on("close", () => frozen || to.destroy());
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const relayed = new URL(url);
+  relayed.hostname = "127.0.0.1";
+  relayed.port = String((server.address() as { port: number }).port);
+  return {
+    url: relayed.toString(),
+    freeze: () => (frozen = true),
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      server.close();
+    },
+  };
+}
+
 async function twoCandidates(): Promise<{ url: string; leader: Candidate; follower: Candidate }> {
   const url = await postgres.database();
   const a = candidate(url);
@@ -134,6 +166,24 @@ describe("purge leadership on PostgreSQL", () => {
     await eventually(async () => (await postgres.pg.sql(`SELECT count(*) FROM pg_stat_activity WHERE application_name = '${leader.name}'`)) === "1", "reconnected");
     expect(leader.leadership.leading).toBe(false);
   }, 30_000);
+
+  it("a leader whose machine vanishes (its path frozen, nothing closed) loses the lock within seconds: the other takes over", async () => {
+    const url = await postgres.database();
+    const relay = await freezableRelay(url);
+    try {
+      const leader = candidate(relay.url);
+      await leader.until(() => leader.leadership.leading, "leading");
+      const follower = candidate(url);
+      await follower.until(() => follower.lines.some((l) => l.includes("another instance leads")), "told another instance leads");
+      relay.freeze();
+      // The server hears nothing from the leader's session: it ends it once idle past idle_session_timeout.
+      await follower.until(() => follower.leadership.leading, "leading after the leader's machine vanished", 20_000);
+      expect(await lockHolders(databaseOf(url))).toEqual([follower.name]);
+      await leader.until(() => !leader.leadership.leading, "stepped down", 10_000);
+    } finally {
+      relay.close();
+    }
+  }, 40_000);
 
   it("stop() steps down and releases the lock; the other takes over", async () => {
     const { url, leader, follower } = await twoCandidates();

@@ -42,6 +42,12 @@ describe("purge on change across instances (PostgreSQL)", () => {
     await vi.waitFor(() => expect(purgesOf("p0")).toBe(2), { timeout: 10_000, interval: 10 });
     for (let i = 1; i < 10; i++) expect(purgesOf(`p${i}`)).toBe(1);
     expect(follower.duties.purgeStats()!.calls).toBe(1); // its start-up check, nothing else
+    // The purge gauges are the leader's: summed over instances, pending counts once and the state is one.
+    const page = async (o: { metricsUrl: string | undefined }) => (await fetch(`${o.metricsUrl!}/metrics`)).text();
+    expect(await page(leader)).toMatch(/^origin_purge_state\{state="ok"\} 1$/m);
+    const followerPage = await page(follower);
+    expect(followerPage).not.toMatch(/^origin_purge_state\{/m);
+    expect(followerPage).toMatch(/^origin_purge_pending 0$/m);
 
     await leader.close();
     await vi.waitFor(() => expect(follower.duties.leading).toBe(true), { timeout: 20_000, interval: 20 });

@@ -68,7 +68,9 @@ describe("serving the user's own table", () => {
     const write = await fetch(`${a.url}/items/A-1`, { method: "PUT", headers: { "content-type": "application/json" }, body: "{}" });
     expect(write.status).toBe(405);
     expect(write.headers.get("allow")).toBe("GET, HEAD");
-    expect(((await write.json()) as { error: string }).error).toMatch(/a table the origin does not own .*products.*change them there/);
+    const refusal = ((await write.json()) as { error: string }).error;
+    expect(refusal).toBe("items come from a table the origin does not own (ITEMS_TABLE): change them there; PUT and DELETE are refused");
+    expect(refusal).not.toContain("postgres://"); // no database address for clients
 
     await postgres.pg.sql(`UPDATE products SET doc = '{"name": "anvil", "price": 12}' WHERE sku = 'A-1'`, db);
     for (const o of [a, b]) await eventually(`${o.url}/items/A-1`, '{"name":"anvil","price":12}');
@@ -119,7 +121,7 @@ describe("serving the user's own table", () => {
     ["an unknown JSON column", { ITEMS_TABLE: "products", ITEMS_ID_COLUMN: "sku", ITEMS_JSON_COLUMN: "data" }, "ITEMS_JSON_COLUMN", /has no column 'data'/],
     ["a JSON column that is not JSON", { ITEMS_TABLE: "products", ITEMS_ID_COLUMN: "sku", ITEMS_JSON_COLUMN: "revision" }, "ITEMS_JSON_COLUMN", /revision is integer; use a json, jsonb or text column/],
     ["an unsupported id type", { ITEMS_TABLE: "orders", ITEMS_ID_COLUMN: "total" }, "ITEMS_ID_COLUMN", /total is numeric; item ids must be text, an integer or a uuid/],
-    ["a table without the trigger", { ITEMS_TABLE: "products", ITEMS_ID_COLUMN: "sku" }, "ITEMS_TABLE", /no trigger feeds changes of products .* `npm run feed:install -- --table products --id-column sku`/],
+    ["a table without the trigger", { ITEMS_TABLE: "products", ITEMS_ID_COLUMN: "sku" }, "ITEMS_TABLE", /no trigger feeds changes of public\.products .* `npm run feed:install -- --table public\.products --id-column sku`/],
   ])("refuses %s at start, naming the variable and the fix", async (_, env, variable, message) => {
     const { url } = await catalogue();
     // The change log is installed (with the trigger on the table, except where its absence is the point).
@@ -136,7 +138,7 @@ describe("serving the user's own table", () => {
     await feedInstall(url, ["--table", "orders"]);
     await postgres.pg.sql("CREATE VIEW catalogue AS SELECT sku AS id, doc FROM products", db);
     const view = await startOrigin({ config: testConfig({ DATABASE_URL: url, ITEMS_TABLE: "catalogue", ITEMS_JSON_COLUMN: "doc" }), log: () => {} }).catch((e: unknown) => e);
-    expect((view as ConfigError).problems[0]!.message).toMatch(/no trigger feeds changes of products \(a table the view catalogue reads\)/);
+    expect((view as ConfigError).problems[0]!.message).toMatch(/no trigger feeds changes of public\.products \(a table the view public\.catalogue reads\)/);
     await feedInstall(url, ["--table", "products", "--id-column", "sku"]);
     const served = await startOnPostgres(url, { ITEMS_TABLE: "catalogue", ITEMS_JSON_COLUMN: "doc" });
     expect((await get(`${served.url}/items/B-2`)).body).toBe('{"name":"bolt"}');

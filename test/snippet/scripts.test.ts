@@ -46,11 +46,62 @@ describe("npm run build:snippet", () => {
     for (const origin of cors.exactOrigins) expect(readFileSync(outfile, "utf8")).toContain(JSON.stringify(origin));
   });
 
-  it("lets environment variables override wrangler.toml", () => {
+  it("takes --var NAME:VALUE overrides as npm run check does, names them, and ignores the environment", () => {
     const outfile = join(dir, "override.js");
-    const { status } = run("scripts/build-snippet.ts", ["--outfile", outfile], { CORS_ALLOW_ORIGINS: "https://override.example.org" });
+    const { status, stdout } = run("scripts/build-snippet.ts", ["--outfile", outfile, "--var", "CORS_ALLOW_ORIGINS:https://override.example.org"], {
+      CORS_ALLOW_ORIGINS: "https://from-env.example.org",
+      CORS_ALLOW_CREDENTIALS: "true",
+    });
     expect(status).toBe(0);
-    expect(readFileSync(outfile, "utf8")).toContain('"https://override.example.org"');
+    const code = readFileSync(outfile, "utf8");
+    expect(code).toContain('"https://override.example.org"');
+    expect(code).not.toContain("from-env.example.org");
+    expect(code.startsWith("// slim-edge Snippet from wrangler.toml [vars] with --var CORS_ALLOW_ORIGINS;")).toBe(true);
+    expect(stdout).toContain(`wrangler.toml [vars] with --var CORS_ALLOW_ORIGINS: Snippet built to ${outfile}`);
+    expect(stdout).toContain("CORS    https://override.example.org\n");
+
+    // Environment variables of the vars' names change nothing: the same bytes as a build without them.
+    const plainFile = join(dir, "env-ignored.js");
+    const fromEnv = run("scripts/build-snippet.ts", ["--outfile", plainFile], { CORS_ALLOW_ORIGINS: "https://from-env.example.org" });
+    expect(fromEnv.status).toBe(0);
+    expect(fromEnv.stdout).toContain("CORS    off");
+    expect(readFileSync(plainFile, "utf8")).not.toContain("from-env.example.org");
+  });
+
+  it("refuses a --var it cannot honour before building, as npm run check does", () => {
+    const outfile = join(dir, "bad-var.js");
+    const build = run("scripts/build-snippet.ts", ["--outfile", outfile, "--var", "CORS_ALLOW_ORIGIN:https://a.example.com"]);
+    expect(build.status).toBe(1);
+    expect(build.stderr.trim()).toBe(run("scripts/check-config.ts", ["--var", "CORS_ALLOW_ORIGIN:https://a.example.com"]).stderr.trim());
+    expect(build.stdout).toBe("");
+    expect(existsSync(outfile)).toBe(false);
+  });
+
+  it("--help prints one line per flag and builds nothing; an unknown or incomplete argument exits 2 and builds nothing", () => {
+    const outfile = join(dir, "never.js");
+    const help = run("scripts/build-snippet.ts", ["--outfile", outfile, "--help"]);
+    expect(help.status).toBe(0);
+    expect(help.stdout).toMatch(/^usage: npm run build:snippet/);
+    for (const flag of ["--env NAME", "--var NAME:VALUE", "--outfile PATH", "--bake-origin-token", "--help, -h"]) expect(help.stdout).toContain(`\n  ${flag}`);
+    expect(run("scripts/build-snippet.ts", ["-h"]).stdout).toBe(help.stdout);
+
+    const cases: [string[], string][] = [
+      [["--outfile", outfile, "--vars", "CORS_ALLOW_ORIGINS:https://a.example.com"], "unknown argument --vars"],
+      [["--outfile", outfile, "CORS_ALLOW_ORIGINS=https://a.example.com"], "unknown argument CORS_ALLOW_ORIGINS=https://a.example.com"],
+      [["--outfile", outfile, "--bake-origin-token=yes"], "--bake-origin-token takes no value (got --bake-origin-token=yes)"],
+      [["--outfile"], "--outfile needs a value: --outfile PATH"],
+      [["--outfile", "--bake-origin-token"], "--outfile needs a value: --outfile PATH"],
+      [["--outfile", outfile, "--env"], "--env needs a value: --env NAME"],
+    ];
+    for (const [args, message] of cases) {
+      const result = run("scripts/build-snippet.ts", args, { ORIGIN_TOKEN: "t0ken" });
+      expect(result.status, args.join(" ")).toBe(2);
+      expect(result.stdout, args.join(" ")).toBe("");
+      expect(result.stderr).toMatch(/^usage: npm run build:snippet/);
+      expect(result.stderr.trimEnd().split("\n").at(-1)).toBe(`build:snippet: ${message}`);
+    }
+    expect(existsSync(outfile)).toBe(false);
+    expect(existsSync(join(ROOT, "--bake-origin-token"))).toBe(false);
   });
 
   it("refuses an unsafe configuration with the message npm run check prints, and writes nothing", () => {
@@ -63,7 +114,7 @@ describe("npm run build:snippet", () => {
     }
     expect(expected).toContain("CORS_ALLOW_ORIGINS");
     const outfile = join(dir, "refused.js");
-    const build = run("scripts/build-snippet.ts", ["--outfile", outfile], unsafe);
+    const build = run("scripts/build-snippet.ts", ["--outfile", outfile, "--var", "CORS_ALLOW_ORIGINS:*", "--var", "CORS_ALLOW_CREDENTIALS:true"]);
     expect(build.status).toBe(1);
     expect(build.stderr.trim()).toBe(`wrangler.toml [vars]: ${expected}`);
     expect(existsSync(outfile)).toBe(false);
@@ -116,6 +167,46 @@ describe("npm run deploy:snippet", () => {
     expect(stdout).not.toContain("secret-api-token-value");
     expect(stdout).toContain("--dry-run: nothing was sent.");
     expect(stdout.indexOf("Snippet deploy plan")).toBeLessThan(stdout.indexOf("--- PUT"));
+  });
+
+  it("--help prints one line per flag and sends nothing; an unknown argument (--dryrun) exits 2 and builds and sends nothing", () => {
+    const env = { CLOUDFLARE_ZONE_ID: zone, CLOUDFLARE_API_TOKEN: "secret-api-token-value" };
+    const help = run("scripts/deploy-snippet.ts", ["--help"], env);
+    expect(help.status).toBe(0);
+    expect(help.stderr).toBe("");
+    expect(help.stdout).toMatch(/^usage: npm run deploy:snippet/);
+    for (const flag of ["--expression EXPR", "--env NAME", "--var NAME:VALUE", "--name NAME", "--bake-origin-token", "--file PATH", "--dry-run", "--help, -h"]) {
+      expect(help.stdout).toContain(`\n  ${flag}`);
+    }
+    expect(help.stdout).not.toContain("no rule expression");
+
+    const file = built();
+    const before = readFileSync(file);
+    for (const [args, message] of [
+      [["--dryrun", "--file", file, "--expression", expression], "unknown argument --dryrun"],
+      [["--dry-run", "--file", file, "--expression"], "--expression needs a value: --expression EXPR"],
+      [["--dry-run", "--file", file, "--expression", expression, "extra"], "unknown argument extra"],
+    ] as const) {
+      const result = run("scripts/deploy-snippet.ts", [...args], env);
+      expect(result.status, args.join(" ")).toBe(2);
+      expect(result.stdout, args.join(" ")).toBe("");
+      expect(result.stderr).toContain("usage: npm run deploy:snippet");
+      expect(result.stderr.trimEnd().endsWith(`deploy:snippet: ${message}`), result.stderr).toBe(true);
+    }
+    expect(readFileSync(file).equals(before)).toBe(true);
+  });
+
+  it("refuses --var with --file (a built file cannot take it), and a --var check would refuse, sending nothing", () => {
+    const env = { CLOUDFLARE_ZONE_ID: zone, CLOUDFLARE_API_TOKEN: "secret-api-token-value" };
+    const withFile = run("scripts/deploy-snippet.ts", ["--dry-run", "--file", built(), "--expression", expression, "--var", "CORS_MAX_AGE:60"], env);
+    expect(withFile.status).toBe(1);
+    expect(withFile.stdout).toBe("");
+    expect(withFile.stderr).toContain("--file deploys a built Snippet as it is: --var and --bake-origin-token apply only to a build");
+
+    const badVar = run("scripts/deploy-snippet.ts", ["--dry-run", "--expression", expression, "--var", "ORIGIN_TOKEN:s3cret"], env);
+    expect(badVar.status).toBe(1);
+    expect(badVar.stdout).toBe("");
+    expect(badVar.stderr).toContain("--var ORIGIN_TOKEN: a secret, never a var");
   });
 
   it("names every missing input at once", () => {

@@ -58,6 +58,22 @@ function hostIsValid(host: string): boolean {
 }
 
 /**
+ * What `origin` becomes once everything a serialised Origin never has is gone at once (uppercase, a path,
+ * query or fragment, a default port), so that a refusal's suggestion is accepted as it stands, not refused
+ * for the next problem in turn.
+ */
+function tidied(origin: string): string {
+  let s = origin.toLowerCase();
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//.exec(s);
+  if (!scheme) return s;
+  const rest = s.slice(scheme[0].length).search(/[/?#]/);
+  if (rest !== -1) s = s.slice(0, scheme[0].length + rest);
+  const port = /:(\d+)$/.exec(s);
+  if (port && DEFAULT_PORTS[`${scheme[1]}:`] === port[1]) s = s.slice(0, -port[0].length);
+  return s;
+}
+
+/**
  * Checks one configured origin and says precisely why it could never equal a browser's serialised `Origin`
  * (https://html.spec.whatwg.org/#ascii-serialisation-of-an-origin): scheme://host[:port], lowercase, no
  * path, no default port.
@@ -65,7 +81,7 @@ function hostIsValid(host: string): boolean {
 function originProblem(origin: string): string | undefined {
   const quoted = `"${origin}"`;
   if (origin !== origin.toLowerCase()) {
-    return `${quoted} has uppercase letters; browsers send origins in lowercase, so write "${origin.toLowerCase()}".`;
+    return `${quoted} has uppercase letters; browsers send origins in lowercase, so write "${tidied(origin)}".`;
   }
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//.exec(origin);
   if (!scheme) return `${quoted} is not an origin; write scheme://host[:port], e.g. "https://app.example.com".`;
@@ -77,8 +93,8 @@ function originProblem(origin: string): string | undefined {
   const authority = authorityEnd === -1 ? rest : rest.slice(0, authorityEnd);
   const tail = authorityEnd === -1 ? "" : rest.slice(authorityEnd);
   const bare = `${scheme[0]}${authority}`;
-  if (tail === "/") return `${quoted} has a trailing slash; an Origin never does, so write "${bare}".`;
-  if (tail !== "") return `${quoted} has a path, query or fragment; an Origin is only scheme://host[:port], so write "${bare}".`;
+  if (tail === "/") return `${quoted} has a trailing slash; an Origin never does, so write "${tidied(bare)}".`;
+  if (tail !== "") return `${quoted} has a path, query or fragment; an Origin is only scheme://host[:port], so write "${tidied(bare)}".`;
   if (authority.includes("@")) return `${quoted} has user info; an Origin never does.`;
   const portMatch = /^(.*?)(?::(\d*))?$/.exec(authority);
   const host = portMatch?.[1] ?? "";

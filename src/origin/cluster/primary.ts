@@ -24,7 +24,7 @@ import { renderClusterMetrics, type WorkerScrape } from "./cluster-metrics.ts";
 import { isFromWorker, type FromWorker, type ReadyReport } from "./messages.ts";
 import { clusterMetricsListener } from "./metrics-listener.ts";
 import { RestartPolicy } from "./restart-policy.ts";
-import { explainStartFailure } from "./start-failure.ts";
+import { EXIT_TEMPORARY, explainStartFailure } from "./start-failure.ts";
 import { WorkerProbes } from "./worker-probes.ts";
 
 /** How long a scrape or a health check waits for a worker's answer. */
@@ -187,12 +187,13 @@ class Primary {
       process.stderr.write(
         `origin: worker ${slot.number} of ${this.#processes} stopped (${how}) before it was ready; not retrying (the reason is above)\n`,
       );
-      this.#stop(code === 2 ? 2 : 1, "SIGTERM");
+      // The first worker's reason is the whole start's: refused (2), or the store not there yet (75).
+      this.#stop(code === 2 || code === EXIT_TEMPORARY ? code : 1, "SIGTERM");
       return;
     }
     // It may have committed a write it never reported: the others must not trust what they cached.
     this.#relay?.lost(`worker ${slot.number} (pid ${slot.pid}) died`);
-    const decision = this.#policy.decide({ slot: slot.number, wasReady, readyForMs });
+    const decision = this.#policy.decide({ slot: slot.number, wasReady, readyForMs, temporary: code === EXIT_TEMPORARY });
     if (!decision.restart) {
       process.stderr.write(`origin: ${decision.reason} (last: ${how}); giving up: stopping every worker\n`);
       this.#stop(1, "SIGTERM");

@@ -5,14 +5,17 @@
 //   is an accident, and the other workers carry the load meanwhile.
 // - A worker that dies soon after it was ready again and again is replaced with a doubling delay (capped),
 //   never given up on: requests that crash it must not take the whole service down.
-// - A worker that dies before it is ready (its start failed: the database went away, the port's
-//   configuration changed under it) is retried with the same doubling delay, and after maxStartFailures
-//   such failures in a row of one slot, the primary gives up: whatever is wrong will not pass by itself.
+// - A worker that dies before it is ready is retried with the same doubling delay. When the store could not
+//   be reached for now (exit code 75, start-failure.ts: the database restarting, out of connections), for as
+//   long as that lasts: the other workers keep serving what they cached, and stopping them would turn a
+//   database blip into an outage. Any other start failure (its configuration refused, a file it cannot
+//   create) counts, and after maxStartFailures of them in a row of one slot the primary gives up: whatever
+//   is wrong will not pass by itself.
 
 export interface RestartPolicyOptions {
   baseDelayMs: number;
   maxDelayMs: number;
-  /** Consecutive start failures of one slot after which the primary gives up. */
+  /** Consecutive start failures of one slot (temporary ones aside) after which the primary gives up. */
   maxStartFailures: number;
   /** A worker that was ready for this long counts as stable: its slot's backoff starts over. */
   stableAfterMs: number;
@@ -26,6 +29,8 @@ export interface WorkerExit {
   wasReady: boolean;
   /** How long it was ready (0 if it never was). */
   readyForMs: number;
+  /** It exited with code 75: the store could not be reached for now. */
+  temporary: boolean;
 }
 
 export type RestartDecision = { restart: true; delayMs: number } | { restart: false; reason: string };
@@ -34,7 +39,7 @@ export class RestartPolicy {
   readonly #options: RestartPolicyOptions;
   /** slot → deaths in a row without a stable life in between. */
   readonly #recentDeaths = new Map<number, number>();
-  /** slot → start failures in a row. */
+  /** slot → start failures in a row (temporary ones aside). */
   readonly #startFailures = new Map<number, number>();
 
   constructor(options: RestartPolicyOptions = DEFAULT_RESTART_POLICY) {
@@ -46,7 +51,7 @@ export class RestartPolicy {
     if (exit.wasReady) {
       this.#startFailures.set(exit.slot, 0);
       if (exit.readyForMs >= stableAfterMs) this.#recentDeaths.set(exit.slot, 0);
-    } else {
+    } else if (!exit.temporary) {
       const failures = (this.#startFailures.get(exit.slot) ?? 0) + 1;
       this.#startFailures.set(exit.slot, failures);
       if (failures >= maxStartFailures) {

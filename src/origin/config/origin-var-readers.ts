@@ -13,10 +13,10 @@ export interface ReadContext {
   readonly present: boolean;
 }
 
-export function readPort(variable: string, raw: string, c: ReadContext): number {
+export function readPort(variable: string, raw: string, c: ReadContext, alternative = ""): number {
   const value = raw.trim();
   if (/^\d{1,5}$/.test(value) && Number(value) <= 65535) return Number(value);
-  c.problems.push({ variable, message: `"${raw}" is not a port; write a whole number from 0 to 65535.` });
+  c.problems.push({ variable, message: `"${raw}" is not a port; write a whole number from 0 to 65535${alternative}.` });
   return 0;
 }
 

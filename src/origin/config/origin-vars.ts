@@ -199,7 +199,7 @@ export const ORIGIN_VARS = {
     {
       name: "KEEP_ALIVE_TIMEOUT_SECONDS",
       default: "910",
-      meaning: "Idle keep-alive timeout; keep it above Cloudflare's 900 s connection reuse window.",
+      meaning: "Idle keep-alive timeout, and the longest a connection may sit with nothing read or written (a client that stops reading an answer); keep it above Cloudflare's 900 s connection reuse window.",
     },
     (raw, c) => readSeconds("KEEP_ALIVE_TIMEOUT_SECONDS", raw, { min: 1, max: 86400, example: "910" }, c.problems),
   ),
@@ -211,7 +211,7 @@ export const ORIGIN_VARS = {
       meaning:
         "Separate listener for `GET /metrics` and `GET /healthz`, never token-checked (keep it private); `off` disables it (both paths stay on PORT, behind the token).",
     },
-    (raw, c) => (raw.trim() === "off" ? undefined : readPort("METRICS_PORT", raw, c)),
+    (raw, c) => (raw.trim() === "off" ? undefined : readPort("METRICS_PORT", raw, c, ', or "off" for no separate listener (PORT serves /metrics too)')),
   ),
   SEED_SAMPLE_ITEMS: v(
     {

@@ -11,7 +11,10 @@
 // leader whose session was ended is the one least likely to be healthy), while a lone instance leads again.
 //
 // A frozen path reports nothing, so the leader also checks every `retryMs`, under the deadline, that its session
-// still holds the lock, and steps down when it cannot tell. Two instances never lead at once as far as the lock
+// still holds the lock, and steps down when it cannot tell. The server cannot tell either (TCP keepalive gives up
+// after hours), so the session asks it to end the session once it has been idle for longer than a live instance
+// ever leaves it (idle_session_timeout, 3 × retryMs + timeoutMs): a vanished leader's lock is freed within
+// seconds, not hours. Two instances never lead at once as far as the lock
 // can tell: PostgreSQL grants it to one session; the only overlap is between the server ending the leader's
 // session and the leader hearing of it (an instant on a live connection, at most `retryMs + timeoutMs` on a
 // frozen one). The lock needs a real session: behind pgbouncer, give this a direct (or session-pooled) URL.
@@ -179,7 +182,11 @@ export class PostgresLeadership implements Leadership {
       max_lifetime: null,
       connect_timeout: Math.max(1, Math.ceil(this.#o.timeoutMs / 1000)),
       fetch_types: false,
-      connection: { application_name: this.#o.applicationName, statement_timeout: this.#o.timeoutMs },
+      connection: {
+        application_name: this.#o.applicationName,
+        statement_timeout: this.#o.timeoutMs,
+        idle_session_timeout: 3 * this.#o.retryMs + this.#o.timeoutMs,
+      },
       onnotice: () => {},
       onclose: () => {
         // The session (and any lock it held) is gone. Ignore instances already dropped (their end() closes too).

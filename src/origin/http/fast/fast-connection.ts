@@ -30,7 +30,10 @@ export interface FastContext {
  * is full (blocked) the socket is paused, so the kernel's receive window, not our heap, holds what the
  * client keeps sending; chunks that arrive are kept as they are in a list and joined only when one
  * request head spans two of them, and an incomplete head never grows past MAX_FAST_HEAD (the parser
- * defers longer ones to node:http).
+ * defers longer ones to node:http). After the last answer (`Connection: close`, a 408) nothing more is
+ * read as a request (RFC 9112 §9.6): what still arrives is read and dropped, so that closing does not reset
+ * the connection under the answer, and the connection is destroyed once the answer is flushed, or after
+ * keepAliveTimeoutMs at most, however long the client keeps sending without reading.
  */
 export class FastConnection {
   readonly socket: Socket;
@@ -72,9 +75,17 @@ export class FastConnection {
   }
 
   readonly #onData = (chunk: Buffer) => {
+    if (this.#done) return;
     this.#queue.push(chunk);
     this.#process();
   };
+
+  /** Bytes received and not yet answered or handed off (what the class comment bounds). */
+  get heldBytes(): number {
+    let bytes = this.#pending?.length ?? 0;
+    for (const chunk of this.#queue) bytes += chunk.length;
+    return bytes;
+  }
 
   readonly #onEnd = () => {
     this.#ended = true;
@@ -185,10 +196,25 @@ export class FastConnection {
 
   /** Like node's `destroySoon`: flush what is written, send FIN, and close without waiting for the peer. */
   #finish(): void {
+    this.#closeAfter(undefined);
+  }
+
+  /** The last answer (`last`, unless already written), then FIN; destroyed once flushed, or at the linger bound. */
+  #closeAfter(last: WireBytes | undefined): void {
     this.#done = true;
     this.#clearHeadersTimer();
+    this.#pending = undefined;
+    this.#queue = [];
     const socket = this.socket;
-    socket.end(() => socket.destroy());
+    // Incoming data would keep refreshing the idle timeout: the bound is absolute instead.
+    socket.setTimeout(0);
+    const linger = setTimeout(() => socket.destroy(), this.#ctx.keepAliveTimeoutMs);
+    linger.unref();
+    socket.once("close", () => clearTimeout(linger));
+    // Read (and drop) what still arrives: a paused socket with unread data would be reset on close.
+    socket.resume();
+    if (last === undefined) socket.end(() => socket.destroy());
+    else socket.end(last, "latin1", () => socket.destroy());
   }
 
   #armHeadersTimer(): void {
@@ -196,9 +222,7 @@ export class FastConnection {
     this.#headersTimer = setTimeout(() => {
       this.#headersTimer = undefined;
       if (this.#done) return;
-      this.#done = true;
-      const socket = this.socket;
-      socket.end(this.#ctx.requestTimeout, "latin1", () => socket.destroy());
+      this.#closeAfter(this.#ctx.requestTimeout);
     }, this.#ctx.headersTimeoutMs);
     this.#headersTimer.unref();
   }

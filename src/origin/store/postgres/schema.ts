@@ -1,7 +1,14 @@
-// The PostgreSQL objects the origin relies on, as SQL, and their idempotent creation at start. Two kinds of
-// table can hold items: the origin's own (`slim_edge_items`, read and written by the origin) or the user's
-// (any table or view, read only). Either way every committed change is recorded, in the same transaction,
-// in the change log by a trigger, so that every instance (and the purger) learns of it whoever wrote it.
+// The PostgreSQL objects the origin relies on, as SQL. Two kinds of table can hold items: the origin's own
+// (`slim_edge_items`, read and written by the origin) or the user's (any table or view, read only). Either
+// way every committed change is recorded, in the same transaction, in the change log by a trigger, so that
+// every instance (and the purger) learns of it whoever wrote it. What exists is checked, and what is
+// missing created, by prepare.ts (at start) and scripts/feed-install.ts (for the user's table).
+//
+// The change log, its feed row and the trigger function live in one schema, decided when they are
+// installed and written into the function: the function runs as its owner (SECURITY DEFINER) for every
+// writer of the table, so it must not look anything up through a search_path a writer can put objects in
+// (pg_temp is searched first unless named last): its path is `pg_catalog, pg_temp` and every object it
+// touches is schema-qualified.
 
 /** The channel every change is announced on (payload: `seq:xid:id`, parsed in src/origin/feed/change-log-cursor.ts). */
 export const CHANGE_CHANNEL = "slim_edge_changes";
@@ -9,34 +16,63 @@ export const ITEMS_TABLE = "slim_edge_items";
 export const CHANGES_TABLE = "slim_edge_changes";
 export const FEED_TABLE = "slim_edge_feed";
 export const TRIGGER_FUNCTION = "slim_edge_record_change";
-/** The trigger's name on whichever table holds the items. */
+/** The triggers' names on whichever table holds the items: rows, and TRUNCATE. */
 export const TRIGGER_NAME = "slim_edge_record_change";
+export const TRUNCATE_TRIGGER_NAME = `${TRIGGER_NAME}_truncate`;
+/** Where feed:install puts the change log unless given --schema. */
+export const DEFAULT_LOG_SCHEMA = "public";
+/** The function's only setting, as pg_proc.proconfig holds it. */
+export const FUNCTION_SETTING = "search_path=pg_catalog, pg_temp";
+/** pg_trigger.tgtype of the two triggers: ROW | INSERT | DELETE | UPDATE (AFTER), and TRUNCATE (AFTER, per statement). */
+export const ROW_TRIGGER_TYPE = 1 | 4 | 8 | 16;
+export const TRUNCATE_TRIGGER_TYPE = 32;
+
+/** `schema.name`, each part quoted. */
+export function qualify(schema: string, name: string): string {
+  return `${quoteIdent(schema)}.${quoteIdent(name)}`;
+}
 
 /**
- * The change log and its function, shared by both kinds of item table. A change row says "this id changed
- * in transaction xid"; `item_id = ''` (never a valid id) says "everything changed" (TRUNCATE). `xid` lets a
- * reader that was away catch up exactly: every transaction older than a snapshot's xmin has committed or
- * aborted, so rows with xid ≥ the xmin it last saw are all it can have missed (src/origin/feed/change-log-cursor.ts).
+ * The change log, shared by both kinds of item table. A change row says "this id changed in transaction
+ * xid"; `item_id = ''` (never a valid id) says "everything changed" (TRUNCATE). `xid` lets a reader that was
+ * away catch up exactly: every transaction older than a snapshot's xmin has committed or aborted, so rows
+ * with xid ≥ the xmin it last saw are all it can have missed (src/origin/feed/change-log-cursor.ts).
  */
-export const CHANGE_LOG_SQL = `
-CREATE TABLE IF NOT EXISTS ${CHANGES_TABLE} (
+export function changeLogSql(schema: string): string {
+  const log = qualify(schema, CHANGES_TABLE);
+  return `CREATE TABLE IF NOT EXISTS ${log} (
   seq bigserial PRIMARY KEY,
   xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
   item_id text NOT NULL,
   changed_at timestamptz NOT NULL DEFAULT now(),
   purged boolean NOT NULL DEFAULT false
 );
-CREATE INDEX IF NOT EXISTS ${CHANGES_TABLE}_xid ON ${CHANGES_TABLE} (xid);
-CREATE INDEX IF NOT EXISTS ${CHANGES_TABLE}_unpurged ON ${CHANGES_TABLE} (seq) WHERE NOT purged;
-CREATE TABLE IF NOT EXISTS ${FEED_TABLE} (
+CREATE INDEX IF NOT EXISTS ${CHANGES_TABLE}_xid ON ${log} (xid);
+CREATE INDEX IF NOT EXISTS ${CHANGES_TABLE}_unpurged ON ${log} (seq) WHERE NOT purged;
+`;
+}
+
+/** The log's identity and pruning point: one row. */
+export function feedTableSql(schema: string): string {
+  return `CREATE TABLE IF NOT EXISTS ${qualify(schema, FEED_TABLE)} (
   only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
   feed_id uuid NOT NULL DEFAULT gen_random_uuid(),
   pruned_below xid8 NOT NULL DEFAULT '0'
 );
-INSERT INTO ${FEED_TABLE} DEFAULT VALUES ON CONFLICT DO NOTHING;
-CREATE OR REPLACE FUNCTION ${TRIGGER_FUNCTION}() RETURNS trigger LANGUAGE plpgsql
-  -- Every writer of the items table records its changes without needing rights on the change log.
-  SECURITY DEFINER SET search_path FROM CURRENT AS $fn$
+${feedRowSql(schema)}`;
+}
+
+export function feedRowSql(schema: string): string {
+  return `INSERT INTO ${qualify(schema, FEED_TABLE)} DEFAULT VALUES ON CONFLICT DO NOTHING;\n`;
+}
+
+/**
+ * The trigger function's body for a change log in `schema`. prepare.ts compares an installed function's
+ * body with this (whitespace aside): one that differs (an older version) is replaced or refused.
+ */
+export function functionBody(schema: string): string {
+  const log = qualify(schema, CHANGES_TABLE);
+  return `
 DECLARE
   id_column text := TG_ARGV[0];
   old_id text;
@@ -44,69 +80,128 @@ DECLARE
   change record;
 BEGIN
   IF TG_OP = 'TRUNCATE' THEN
-    INSERT INTO ${CHANGES_TABLE} (item_id) VALUES ('') RETURNING seq, xid INTO change;
+    INSERT INTO ${log} (item_id) VALUES ('') RETURNING seq, xid INTO change;
     PERFORM pg_notify('${CHANGE_CHANNEL}', change.seq || ':' || change.xid || ':');
     RETURN NULL;
   END IF;
   IF TG_OP <> 'INSERT' THEN old_id := to_jsonb(OLD) ->> id_column; END IF;
   IF TG_OP <> 'DELETE' THEN new_id := to_jsonb(NEW) ->> id_column; END IF;
   IF old_id IS NOT NULL AND old_id IS DISTINCT FROM new_id THEN
-    INSERT INTO ${CHANGES_TABLE} (item_id) VALUES (old_id) RETURNING seq, xid INTO change;
+    INSERT INTO ${log} (item_id) VALUES (old_id) RETURNING seq, xid INTO change;
     PERFORM pg_notify('${CHANGE_CHANNEL}', change.seq || ':' || change.xid || ':' || old_id);
   END IF;
   IF new_id IS NOT NULL THEN
-    INSERT INTO ${CHANGES_TABLE} (item_id) VALUES (new_id) RETURNING seq, xid INTO change;
+    INSERT INTO ${log} (item_id) VALUES (new_id) RETURNING seq, xid INTO change;
     PERFORM pg_notify('${CHANGE_CHANNEL}', change.seq || ':' || change.xid || ':' || new_id);
   END IF;
   RETURN NULL;
 END
-$fn$;
 `;
+}
+
+/**
+ * The function every writer of the items table records its changes through, without rights on the log
+ * (SECURITY DEFINER, with the fixed search_path above). Only triggers run it: EXECUTE is revoked from
+ * PUBLIC so that nobody attaches it to a table of their own (a temporary one, say) to write the log.
+ */
+export function functionSql(schema: string): string {
+  const fn = qualify(schema, TRIGGER_FUNCTION);
+  return `CREATE OR REPLACE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$${functionBody(schema)}$fn$;
+REVOKE ALL ON FUNCTION ${fn}() FROM PUBLIC;
+`;
+}
 
 /** The origin's own item table: versions never reused (a delete keeps a tombstone), epoch per writing session. */
-export const OWNED_TABLE_SQL = `
-CREATE TABLE IF NOT EXISTS ${ITEMS_TABLE} (
+export function ownedTableSql(schema: string): string {
+  return `CREATE TABLE IF NOT EXISTS ${qualify(schema, ITEMS_TABLE)} (
   id text PRIMARY KEY,
   version bigint NOT NULL,
   epoch text NOT NULL,
   body bytea
 );
 `;
+}
 
-/** The triggers that feed changes of `table` (a quoted, possibly schema-qualified name); idempotent. */
-export function triggerSql(table: string, idColumn: string): string {
-  return `
-CREATE OR REPLACE TRIGGER ${TRIGGER_NAME} AFTER INSERT OR UPDATE OR DELETE ON ${table}
-  FOR EACH ROW EXECUTE FUNCTION ${TRIGGER_FUNCTION}(${quoteLiteral(idColumn)});
-CREATE OR REPLACE TRIGGER ${TRIGGER_NAME}_truncate AFTER TRUNCATE ON ${table}
-  FOR EACH STATEMENT EXECUTE FUNCTION ${TRIGGER_FUNCTION}(${quoteLiteral(idColumn)});
+/**
+ * The triggers that feed changes of `table` (quoted, schema-qualified SQL) to the log in `schema`;
+ * idempotent. ENABLE ALWAYS: they fire in logical-replication apply workers too (session_replication_role
+ * = replica), which skip triggers enabled the default way (and CREATE OR REPLACE resets them to it).
+ */
+export function triggerSql(table: string, idColumn: string, schema: string): string {
+  const fn = `${qualify(schema, TRIGGER_FUNCTION)}(${quoteLiteral(idColumn)})`;
+  return `CREATE OR REPLACE TRIGGER ${TRIGGER_NAME} AFTER INSERT OR UPDATE OR DELETE ON ${table}
+  FOR EACH ROW EXECUTE FUNCTION ${fn};
+CREATE OR REPLACE TRIGGER ${TRUNCATE_TRIGGER_NAME} AFTER TRUNCATE ON ${table}
+  FOR EACH STATEMENT EXECUTE FUNCTION ${fn};
+ALTER TABLE ${table} ENABLE ALWAYS TRIGGER ${TRIGGER_NAME}, ENABLE ALWAYS TRIGGER ${TRUNCATE_TRIGGER_NAME};
 `;
 }
 
 /**
- * Everything a user's table needs, as one script: the change log, its function and the triggers, and with
- * `grantTo` the rights the origin's own role needs (reading the table and the log, marking changes purged,
- * pruning the log) when it is not the owner.
+ * What a role that does not own them needs to serve `table` (quoted SQL) through the log in `schema`:
+ * read the table, read the log, mark changes purged and prune the log. `tableSchema`: the table's schema,
+ * when known.
  */
-export function installScript(table: string, idColumn: string, grantTo?: string): string {
-  const grants =
-    grantTo === undefined
-      ? ""
-      : `GRANT SELECT ON ${table} TO ${quoteName(grantTo)};
-GRANT SELECT, UPDATE, DELETE ON ${CHANGES_TABLE} TO ${quoteName(grantTo)};
-GRANT SELECT, UPDATE ON ${FEED_TABLE} TO ${quoteName(grantTo)};
+export function grantSql(table: string, tableSchema: string | undefined, schema: string, role: string): string {
+  const to = quoteIdent(role);
+  const schemas = [...new Set([...(tableSchema === undefined ? [] : [tableSchema]), schema])];
+  return `${schemas.map((s) => `GRANT USAGE ON SCHEMA ${quoteIdent(s)} TO ${to};\n`).join("")}GRANT SELECT ON ${table} TO ${to};
+GRANT SELECT, UPDATE, DELETE ON ${qualify(schema, CHANGES_TABLE)} TO ${to};
+GRANT SELECT, UPDATE ON ${qualify(schema, FEED_TABLE)} TO ${to};
 `;
-  return `BEGIN;\n${CHANGE_LOG_SQL}\n${triggerSql(table, idColumn)}\n${grants}COMMIT;\n`;
 }
 
-/** An SQL identifier, quoted; `schema.table` becomes `"schema"."table"`. */
+/** Everything a user's table needs, as one script (feed:install --print): idempotent, one transaction. */
+export function installScript(table: string, idColumn: string, schema = DEFAULT_LOG_SCHEMA, grantTo?: { role: string; tableSchema: string | undefined }): string {
+  const grants = grantTo === undefined ? "" : grantSql(table, grantTo.tableSchema, schema, grantTo.role);
+  return `BEGIN;\n${changeLogSql(schema)}${feedTableSql(schema)}${functionSql(schema)}${triggerSql(table, idColumn, schema)}${grants}COMMIT;\n`;
+}
+
+/** One SQL identifier, quoted. */
+export function quoteIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+/**
+ * `schema.table` (raw names, as UserTableShape.table holds them) as `"schema"."table"`. Not for names that
+ * contain a dot themselves: prepare.ts refuses those.
+ */
 export function quoteName(name: string): string {
   return name
     .split(".")
-    .map((part) => `"${part.replaceAll('"', '""')}"`)
+    .map((part) => quoteIdent(part))
     .join(".");
+}
+
+/**
+ * A table name written as in SQL (and as to_regclass reads it): `Shop.Items` is shop.items (unquoted names
+ * fold to lower case), `"Shop"."Items"` is Shop.Items. The parts, or undefined when it is not such a name.
+ */
+export function parseQualifiedName(text: string): { schema: string | undefined; name: string } | undefined {
+  const parts: string[] = [];
+  let rest = text.trim();
+  for (;;) {
+    const quoted = /^"((?:[^"]|"")+)"/.exec(rest);
+    const bare = quoted === null ? /^[A-Za-z_\u0080-\uffff][A-Za-z0-9_$\u0080-\uffff]*/.exec(rest) : null;
+    const match = quoted ?? bare;
+    if (match === null) return undefined;
+    // PostgreSQL folds unquoted names to lower case, ASCII letters only (in a UTF-8 database).
+    parts.push(quoted === null ? match[0].replace(/[A-Z]/g, (c) => c.toLowerCase()) : quoted[1]!.replaceAll('""', '"'));
+    rest = rest.slice(match[0].length);
+    if (rest === "") break;
+    if (rest[0] !== ".") return undefined;
+    rest = rest.slice(1);
+  }
+  if (parts.length > 2) return undefined;
+  return parts.length === 2 ? { schema: parts[0], name: parts[1]! } : { schema: undefined, name: parts[0]! };
 }
 
 export function quoteLiteral(value: string): string {
   return `'${value.replaceAll("'", "''")}'`;
+}
+
+/** A word as a POSIX shell reads it: as it is when that is safe, else single-quoted. */
+export function shellWord(value: string): string {
+  return /^[A-Za-z0-9_.,:\/=@%+-]+$/.test(value) ? value : `'${value.replaceAll("'", `'\\''`)}'`;
 }

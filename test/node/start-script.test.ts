@@ -1,0 +1,182 @@
+// `npm start` (scripts/start.ts) as a user runs it, up to the point where it would start wrangler dev: its
+// arguments (the worker's --port/--ip replace start's own, never passed twice), the worker's vars validated
+// as `npm run check` validates them before anything starts, a piece that fails to start reported in one
+// line with its fix, and the banner. Starting the whole stack (wrangler dev) is left to the end-to-end tests.
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { freePort, ExitedBeforeReady } from "../../scripts/lib/local-stack.ts";
+import { checkWorkerVars, describeStartFailure, planStart, runningBanner } from "../../scripts/start.ts";
+
+const ROOT = resolve(import.meta.dirname, "../..");
+const dir = mkdtempSync(join(tmpdir(), "slim-edge-start-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** The environment without anything that configures the stack, plus `env`. */
+function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  const base = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(PORT|METRICS_PORT|DATABASE_URL|ORIGIN_|CORS_|EDGE_CACHE)/.test(name)));
+  return { ...base, ...env };
+}
+
+/** `node scripts/start.ts ARGS` to its end (these runs all end by themselves), with its output. */
+function runStart(args: string[], env: Record<string, string>) {
+  const result = spawnSync(process.execPath, ["scripts/start.ts", ...args], { cwd: ROOT, env: cleanEnv(env), encoding: "utf8", timeout: 20_000 });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+function listening(port: number): Promise<boolean> {
+  return new Promise((done) => {
+    const server = createServer();
+    server.once("error", () => done(true));
+    server.listen(port, "127.0.0.1", () => server.close(() => done(false)));
+  });
+}
+
+describe("planStart", () => {
+  it("defaults to the worker on 127.0.0.1:8787, the origin on 8788, metrics on 8789, and passes every other argument on", () => {
+    expect(planStart(["--var", "CORS_ALLOW_ORIGINS:https://a.example.com", "--local"], {})).toEqual({
+      help: false,
+      workerPort: 8787,
+      workerIp: "127.0.0.1",
+      originPort: 8788,
+      metricsPort: 8789,
+      envName: undefined,
+      wranglerArgs: ["--var", "CORS_ALLOW_ORIGINS:https://a.example.com", "--local"],
+    });
+  });
+
+  it("takes the worker's --port / --port=N and --ip for its own, so wrangler dev never gets them twice", () => {
+    for (const args of [["--port", "8790"], ["--port=8790"]]) {
+      const plan = planStart([...args, "--env", "staging"], {});
+      expect(plan.workerPort).toBe(8790);
+      expect(plan.wranglerArgs).toEqual(["--env", "staging"]);
+      expect(plan.envName).toBe("staging");
+    }
+    const plan = planStart(["--ip=0.0.0.0", "--port", "0"], {});
+    expect([plan.workerIp, plan.workerPort, plan.wranglerArgs]).toEqual(["0.0.0.0", 0, []]);
+  });
+
+  it("takes the origin's ports from PORT and METRICS_PORT (off: /metrics on PORT)", () => {
+    expect(planStart([], { PORT: "9000", METRICS_PORT: "9001" })).toMatchObject({ originPort: 9000, metricsPort: 9001 });
+    expect(planStart([], { METRICS_PORT: "off" }).metricsPort).toBeUndefined();
+  });
+
+  it("refuses a port it cannot use and a flag without its value", () => {
+    expect(() => planStart(["--port"], {})).toThrow("--port needs a value: --port N");
+    expect(() => planStart(["--port", "--local"], {})).toThrow("--port needs a value");
+    expect(() => planStart(["--ip="], {})).toThrow("--ip needs a value");
+    expect(() => planStart(["--port", "80a"], {})).toThrow('--port must be a port number from 0 to 65535, got "80a"');
+    expect(() => planStart(["--port=70000"], {})).toThrow("--port must be a port number");
+    expect(() => planStart([], { PORT: "x" })).toThrow('PORT must be a port number from 0 to 65535, got "x"');
+  });
+});
+
+describe("describeStartFailure", () => {
+  const plan = { originPort: 8788, metricsPort: 8789 };
+  const wranglerError = (text: string) =>
+    `\n ⛅️ wrangler 4\n⎔ Starting local server...\n\n\x1b[31m✘ \x1b[41;31m[\x1b[41;97mERROR\x1b[41;31m]\x1b[0m \x1b[1m${text}\x1b[0m\n\n` +
+    "      --port  Port to listen on  [number]\n🪵  Logs were written to \"/root/.config/.wrangler/logs/x.log\"\n";
+
+  it("names a taken port and the argument that moves it", () => {
+    const worker = new ExitedBeforeReady("worker", 1, wranglerError("Address already in use (127.0.0.1:8787). Please check that you are not already running a server on this address or specify a different port with --port."));
+    expect(describeStartFailure(worker, plan)).toBe("the worker (wrangler dev) did not start: port 8787 is taken: npm start -- --port N (0: a free one)");
+    const origin = (port: number) =>
+      new ExitedBeforeReady("origin", 1, `origin: cannot listen: listen EADDRINUSE: address already in use 127.0.0.1:${port}. Another process holds the port: stop it or set PORT / METRICS_PORT\n`);
+    expect(describeStartFailure(origin(8788), plan)).toBe("the origin did not start: port 8788 is taken: PORT=N npm start");
+    expect(describeStartFailure(origin(8789), plan)).toBe("the origin did not start: port 8789 is taken: METRICS_PORT=N npm start (or METRICS_PORT=off)");
+  });
+
+  it("otherwise quotes the line that says why: wrangler's error, not its usage dump or its log path", () => {
+    const failure = new ExitedBeforeReady("worker", 1, wranglerError("Unknown argument: bogus"));
+    expect(describeStartFailure(failure, plan)).toBe("the worker (wrangler dev) exited (1) before it was ready: Unknown argument: bogus");
+    const refused = new ExitedBeforeReady("origin", 2, "origin: refusing to start:\n  CACHE_MAX_BYTES: \"x\" is not a size\n");
+    expect(describeStartFailure(refused, plan)).toBe('the origin exited (2) before it was ready: CACHE_MAX_BYTES: "x" is not a size');
+  });
+});
+
+describe("the banner", () => {
+  const urls = { worker: "http://127.0.0.1:8790", origin: "http://127.0.0.1:8788", metrics: "http://127.0.0.1:8789/metrics" };
+
+  it("shows a write to try against the origin, and that the worker's edge cache may still hold the old version", () => {
+    const text = runningBanner(urls, checkWorkerVars([], undefined, urls.origin), false);
+    expect(text).toContain(`curl -i -X PUT ${urls.origin}/items/1 -H 'Content-Type: application/json' -d '{"id":"1","name":"changed"}'`);
+    expect(text).toContain("the worker's edge cache keeps an item up to EDGE_CACHE_TTL, 60 s (the default), and nothing purges it locally");
+    expect(text).toContain(`a read through ${urls.worker} right after a PUT may still show the old version`);
+    expect(text).toContain(`curl -i ${urls.worker}/items/1`);
+    expect(text).toContain("CORS is off until you allow origins: npm start -- --var CORS_ALLOW_ORIGINS:https://app.example.com");
+    const noCache = runningBanner(urls, checkWorkerVars(["--var", "EDGE_CACHE_TTL:0"], undefined, urls.origin), true);
+    expect(noCache).toContain("EDGE_CACHE_TTL is 0: every read through the worker asks the origin");
+    expect(noCache).toContain(`curl -i -X PUT -H "x-origin-token: $ORIGIN_TOKEN" ${urls.origin}/items/1`);
+  });
+
+  it("reflects the CORS configuration actually running", () => {
+    const spec = checkWorkerVars(["--var", "CORS_ALLOW_ORIGINS:https://app.example.com,https://*.preview.example.com"], undefined, urls.origin);
+    const text = runningBanner(urls, spec, false);
+    expect(text).toContain("(CORS allows https://app.example.com, https://*.preview.example.com)");
+    expect(text).toContain("-H 'Origin: https://app.example.com'");
+    expect(text).not.toContain("CORS is off");
+    const staging = runningBanner(urls, checkWorkerVars(["--env", "staging"], "staging", urls.origin), false);
+    expect(staging).toContain("(CORS allows https://staging.example.com, https://*.preview.example.com, with credentials)");
+  });
+});
+
+describe("npm start, refusing before anything starts", () => {
+  it("refuses a --var the worker would refuse, with npm run check's message, and starts nothing", async () => {
+    const port = await freePort();
+    const database = join(dir, "refused.sqlite");
+    const started = Date.now();
+    const result = runStart(["--port", "0", "--var", "CORS_MAX_AGE:-1"], { PORT: String(port), DATABASE_URL: database });
+    expect(result.status).toBe(1);
+    expect(Date.now() - started).toBeLessThan(15_000);
+    const check = spawnSync(process.execPath, ["scripts/check-config.ts", "--var", "CORS_MAX_AGE:-1"], { cwd: ROOT, env: cleanEnv({}), encoding: "utf8" });
+    expect(check.status).toBe(1);
+    expect(result.stderr).toBe(`${check.stderr}npm start: refused; nothing was started.\n`);
+    expect(result.stderr).toContain("CORS_MAX_AGE");
+    expect(result.stdout).toBe("");
+    expect(existsSync(database)).toBe(false);
+    expect(await listening(port)).toBe(false);
+  });
+
+  it("--help prints its flags and starts nothing; a --port without a number exits 2", async () => {
+    const database = join(dir, "help.sqlite");
+    const help = runStart(["--help"], { DATABASE_URL: database });
+    expect(help.status).toBe(0);
+    expect(help.stdout).toMatch(/^usage: npm start/);
+    for (const flag of ["--port N", "--ip ADDRESS", "--var NAME:VALUE", "--env NAME"]) expect(help.stdout).toContain(`\n  ${flag}`);
+
+    const bad = runStart(["--port", "eighty"], { DATABASE_URL: database });
+    expect(bad.status).toBe(2);
+    expect(bad.stdout).toBe("");
+    expect(bad.stderr.trimEnd().split("\n").at(-1)).toBe('npm start: --port must be a port number from 0 to 65535, got "eighty"');
+    expect(existsSync(database)).toBe(false);
+  });
+});
+
+describe("npm start, a piece that cannot start", () => {
+  let holder: Server | undefined;
+  afterAll(() => new Promise<void>((done) => (holder ? holder.close(() => done()) : done())));
+
+  it("says in one line which port is taken and how to move it, without a stack trace, and starts no worker", async () => {
+    holder = createServer();
+    const port = await new Promise<number>((done) => holder!.listen(0, "127.0.0.1", () => done((holder!.address() as { port: number }).port)));
+    const child = spawn(process.execPath, ["scripts/start.ts", "--port", "0"], {
+      cwd: ROOT,
+      env: cleanEnv({ PORT: String(port), METRICS_PORT: "off", DATABASE_URL: join(dir, "taken.sqlite") }),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (text: string) => (stdout += text));
+    child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text));
+    const code = await new Promise<number | null>((done) => child.once("exit", (exitCode) => done(exitCode)));
+    expect(code, stderr).toBe(1);
+    const own = stderr.split("\n").filter((line) => line !== "" && !line.startsWith("[origin] "));
+    expect(own).toEqual([`npm start: the origin did not start: port ${port} is taken: PORT=N npm start`]);
+    expect(stderr).not.toMatch(/^\s+at /m);
+    expect(stderr + stdout).not.toContain("[worker]");
+    expect(stdout).not.toContain("slim-edge is running");
+  });
+});

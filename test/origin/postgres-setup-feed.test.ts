@@ -1,0 +1,208 @@
+// What feed:install installs on the user's table and what the origin checks of it at start, on a real
+// server: the trigger function cannot be turned against its owner or hidden from by a writer's temporary
+// objects; the triggers record ITEMS_ID_COLUMN, fire in logical-replication apply workers, and feed every
+// table a view reads (through views of views); a length-limited id column does not truncate the requested
+// id; and a table is named as in SQL (mixed case, quoted, schema-qualified) consistently by the origin, its
+// hints and feed:install, whose --grant-to gives USAGE on the schemas too.
+import { execFile } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { ConfigError } from "../../src/shared/config/config-error.ts";
+import { preparePostgres, type UserTableSpec } from "../../src/origin/store/postgres/prepare.ts";
+import { UserTableStore } from "../../src/origin/store/postgres/user-table-store.ts";
+import { registerCleanup, startOnPostgres, usePostgres } from "./pg-harness.ts";
+
+const postgres = usePostgres();
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+
+/** `npm run feed:install -- ARGS` as a user would run it; resolves with its exit code and output. */
+function feedInstall(url: string, args: string[]): Promise<{ code: number; out: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, ["scripts/feed-install.ts", ...args], { cwd: ROOT, env: { ...process.env, DATABASE_URL: url } }, (error, stdout, stderr) =>
+      resolve({ code: error ? Number(error.code) : 0, out: stdout + stderr }),
+    );
+  });
+}
+
+const dbOf = (url: string) => url.slice(url.lastIndexOf("/") + 1);
+const options = (url: string) => ({ url, display: "db", poolSize: 1, timeoutMs: 5000, applicationName: "setup-test" });
+const spec = (table: string, idColumn = "id", jsonColumn?: string): UserTableSpec => ({ table, idColumn, jsonColumn, versionColumn: undefined });
+
+/** The one problem preparePostgres refuses `spec` with (fails the test when it is accepted). */
+async function refusal(url: string, s: UserTableSpec): Promise<{ variable: string; message: string }> {
+  const error = await preparePostgres(options(url), s).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!(error instanceof ConfigError)) throw new Error(`${s.table} was not refused: ${String(error)}`);
+  expect(error.problems).toHaveLength(1);
+  return error.problems[0]!;
+}
+
+async function role(name: string, db: string): Promise<void> {
+  await postgres.pg.sql(`DO $$ BEGIN CREATE ROLE ${name} LOGIN PASSWORD '${name}-pw'; EXCEPTION WHEN duplicate_object THEN NULL; END $$`, db);
+}
+const as = (url: string, name: string) => url.replace("postgres://postgres@", `postgres://${name}:${name}-pw@`);
+
+/** The arguments of the `npm run feed:install -- …` command a refusal names (plain words and '…' only). */
+function commandIn(message: string): string[] {
+  const command = /`npm run feed:install -- ([^`]*)`/.exec(message)?.[1];
+  if (command === undefined) throw new Error(`no feed:install command in: ${message}`);
+  return [...command.matchAll(/'([^']*)'|(\S+)/g)].map((m) => m[1] ?? m[2]!);
+}
+
+describe("the change log's trigger function", () => {
+  it("writes the real log whatever a writer puts in pg_temp, runs nothing as its owner, and cannot be attached by others", async () => {
+    const url = await postgres.database();
+    const db = dbOf(url);
+    await postgres.pg.sql(`CREATE TABLE products (sku text PRIMARY KEY, doc jsonb); INSERT INTO products VALUES ('A-1', '{}');`, db);
+    expect(await feedInstall(url, ["--table", "products", "--id-column", "sku"])).toMatchObject({ code: 0 });
+    await role("setup_writer", db);
+    await postgres.pg.sql("GRANT SELECT, UPDATE ON products TO setup_writer", db);
+    // A writer of the table (no rights on the log, no CREATE anywhere) shadows the log with a temporary
+    // table whose trigger would run as the function's owner.
+    await postgres.pg.sql(
+      `SET ROLE setup_writer;
+       CREATE TEMP TABLE slim_edge_changes (seq bigserial, xid xid8 DEFAULT pg_current_xact_id(), item_id text, changed_at timestamptz DEFAULT now(), purged boolean DEFAULT false);
+       CREATE FUNCTION pg_temp.evil() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN CREATE TABLE public.pwned AS SELECT current_user AS who; RETURN NULL; END $f$;
+       CREATE TRIGGER evil AFTER INSERT ON pg_temp.slim_edge_changes FOR EACH ROW EXECUTE FUNCTION pg_temp.evil();
+       UPDATE products SET doc = '{"v": 2}' WHERE sku = 'A-1';`,
+      db,
+    );
+    expect(await postgres.pg.sql("SELECT to_regclass('public.pwned') IS NULL", db)).toBe("t");
+    expect(await postgres.pg.sql("SELECT string_agg(item_id, ',') FROM public.slim_edge_changes", db)).toBe("A-1");
+    // Nor can anyone attach the function to a table of theirs to write the log.
+    await expect(
+      postgres.pg.sql("SET ROLE setup_writer; CREATE TEMP TABLE mine (id text); CREATE TRIGGER t AFTER INSERT ON mine FOR EACH ROW EXECUTE FUNCTION public.slim_edge_record_change('id');", db),
+    ).rejects.toThrow(/permission denied for function (public\.)?slim_edge_record_change/);
+  });
+
+  it("an install by an earlier version is refused at start, and feed:install replaces it", async () => {
+    const url = await postgres.database();
+    const db = dbOf(url);
+    await postgres.pg.sql("CREATE TABLE products (sku text PRIMARY KEY, doc jsonb)", db);
+    expect(await feedInstall(url, ["--table", "products", "--id-column", "sku"])).toMatchObject({ code: 0 });
+    // What earlier versions installed: the search_path of the installing session, pg_temp first.
+    await postgres.pg.sql(
+      `CREATE OR REPLACE FUNCTION public.slim_edge_record_change() RETURNS trigger LANGUAGE plpgsql
+         SECURITY DEFINER SET search_path FROM CURRENT AS $f$ BEGIN INSERT INTO slim_edge_changes (item_id) VALUES ('x'); RETURN NULL; END $f$`,
+      db,
+    );
+    const old = await refusal(url, spec("products", "sku"));
+    expect(old).toEqual({ variable: "ITEMS_TABLE", message: expect.stringMatching(/older version of "public"."slim_edge_record_change" .* `npm run feed:install -- --table public.products --id-column sku`/) });
+    expect(await feedInstall(url, commandIn(old.message))).toMatchObject({ code: 0 });
+    expect(await postgres.pg.sql("SELECT array_to_string(proconfig, ';') FROM pg_proc WHERE proname = 'slim_edge_record_change'", db)).toBe("search_path=pg_catalog, pg_temp");
+    await preparePostgres(options(url), spec("products", "sku"));
+  });
+});
+
+describe("the triggers feed:install installs and the origin checks", () => {
+  it("refuses an id column the table does not have, and a trigger that records another column than ITEMS_ID_COLUMN", async () => {
+    const url = await postgres.database();
+    const db = dbOf(url);
+    await postgres.pg.sql("CREATE TABLE products (id int, sku text PRIMARY KEY, doc jsonb)", db);
+    expect(await feedInstall(url, ["--table", "products", "--id-column", "code"])).toEqual({
+      code: 2,
+      out: expect.stringMatching(/^feed:install: public.products has no column 'code'; its columns are id, sku, doc/),
+    });
+    expect(await postgres.pg.sql("SELECT to_regclass('slim_edge_changes') IS NULL", db)).toBe("t"); // nothing installed
+    expect(await feedInstall(url, ["--table", "products"])).toMatchObject({ code: 0 }); // --id-column id
+    const wrong = await refusal(url, spec("products", "sku"));
+    expect(wrong.variable).toBe("ITEMS_ID_COLUMN");
+    expect(wrong.message).toMatch(/the trigger on public.products records the column 'id', not ITEMS_ID_COLUMN 'sku'.*`npm run feed:install -- --table public.products --id-column sku`/);
+    expect(await feedInstall(url, commandIn(wrong.message))).toMatchObject({ code: 0 });
+    expect((await preparePostgres(options(url), spec("products", "sku")))!.idColumn).toBe("sku");
+  });
+
+  it("fire in logical-replication apply workers too (ENABLE ALWAYS), and a trigger that does not is refused", async () => {
+    const url = await postgres.database();
+    const db = dbOf(url);
+    await postgres.pg.sql("CREATE TABLE products (id text PRIMARY KEY, doc jsonb)", db);
+    expect(await feedInstall(url, ["--table", "products"])).toMatchObject({ code: 0 });
+    // What an apply worker runs as: session_replication_role = replica.
+    await postgres.pg.sql("SET session_replication_role = replica; INSERT INTO products VALUES ('replicated', '{}');", db);
+    expect(await postgres.pg.sql("SELECT string_agg(item_id, ',') FROM slim_edge_changes", db)).toBe("replicated");
+    await postgres.pg.sql("ALTER TABLE products ENABLE TRIGGER slim_edge_record_change", db);
+    expect(await refusal(url, spec("products"))).toEqual({ variable: "ITEMS_TABLE", message: expect.stringMatching(/fires only in ordinary sessions \(ENABLE ORIGIN\).*npm run feed:install/) });
+  });
+
+  it("a view is fed only when every table it reads, through views of views, is; one over a materialized view is refused", async () => {
+    const url = await postgres.database();
+    const db = dbOf(url);
+    await postgres.pg.sql(
+      `CREATE TABLE base (id text PRIMARY KEY, doc jsonb); CREATE TABLE other (id text PRIMARY KEY);
+       CREATE VIEW inner_v AS SELECT * FROM base; CREATE VIEW outer_v AS SELECT * FROM inner_v;
+       CREATE MATERIALIZED VIEW mv AS SELECT * FROM base; CREATE VIEW over_mv AS SELECT * FROM mv;`,
+      db,
+    );
+    expect(await feedInstall(url, ["--table", "other"])).toMatchObject({ code: 0 }); // the log, not base's triggers
+    expect((await refusal(url, spec("outer_v"))).message).toMatch(/^no trigger feeds changes of public.base \(a table the view public.outer_v reads\)/);
+    expect((await refusal(url, spec("over_mv"))).message).toMatch(/^the view public.over_mv reads public.mv, a materialized view/);
+    expect(await feedInstall(url, ["--table", "outer_v"])).toEqual({ code: 2, out: expect.stringMatching(/public.outer_v is a view: run this for each table it reads \(public.base\)/) });
+    expect(await feedInstall(url, ["--table", "base"])).toMatchObject({ code: 0 });
+    expect((await preparePostgres(options(url), spec("outer_v")))!.table).toBe("public.outer_v");
+    expect((await refusal(url, spec("over_mv"))).message).toMatch(/materialized view/);
+  });
+});
+
+describe("ids and names", () => {
+  it("a varchar(8) id column: a longer id is no item (it is not cut down to one that exists)", async () => {
+    const url = await postgres.database();
+    await postgres.pg.sql(`CREATE TABLE products (sku varchar(8) PRIMARY KEY, doc jsonb); INSERT INTO products VALUES ('abcdefgh', '{"n": 1}');`, dbOf(url));
+    expect(await feedInstall(url, ["--table", "products", "--id-column", "sku"])).toMatchObject({ code: 0 });
+    const shape = (await preparePostgres(options(url), spec("products", "sku", "doc")))!;
+    expect(shape.idType).toBe("character varying");
+    const store = new UserTableStore(options(url), shape);
+    registerCleanup(() => store.close());
+    expect(Buffer.from((await store.get("abcdefgh"))!.body).toString()).toBe('{"n":1}');
+    expect(await store.get("abcdefgh-anything")).toBeUndefined();
+  });
+
+  it("mixed-case and quoted names are read as in SQL by the origin, its hints and feed:install", async () => {
+    const url = await postgres.database();
+    const db = dbOf(url);
+    await postgres.pg.sql(
+      `CREATE TABLE "MyItems" (id text PRIMARY KEY, doc jsonb); INSERT INTO "MyItems" VALUES ('a', '{"t": "MyItems"}');
+       CREATE SCHEMA "Shop"; CREATE TABLE "Shop"."Items" (id text PRIMARY KEY, doc jsonb); INSERT INTO "Shop"."Items" VALUES ('a', '{"t": "Shop"}');
+       CREATE TABLE products (id text PRIMARY KEY, doc jsonb); INSERT INTO products VALUES ('a', '{"t": "products"}');`,
+      db,
+    );
+    expect(await feedInstall(url, ["--table", '"MyItems"'])).toMatchObject({ code: 0, out: expect.stringMatching(/changes of public."MyItems"/) });
+    expect(await feedInstall(url, ["--table", '"Shop"."Items"'])).toMatchObject({ code: 0, out: expect.stringMatching(/changes of "Shop"."Items"/) });
+    for (const [table, body] of [['"MyItems"', '{"t":"MyItems"}'], ['"Shop"."Items"', '{"t":"Shop"}']] as const) {
+      const origin = await startOnPostgres(url, { ITEMS_TABLE: table, ITEMS_JSON_COLUMN: "doc" });
+      const res = await fetch(`${origin.url}/items/a`);
+      expect([res.status, await res.text()]).toEqual([200, body]);
+    }
+    expect((await refusal(url, spec("MyItems"))).message).toMatch(/no table or view 'MyItems' .*did you mean ITEMS_TABLE='public."MyItems"'/);
+    // Products is products, as in SQL; the command the refusal names installs on it.
+    const unfed = await refusal(url, spec("Products"));
+    expect(unfed.message).toMatch(/no trigger feeds changes of public.products/);
+    expect(await feedInstall(url, commandIn(unfed.message))).toMatchObject({ code: 0 });
+    expect((await preparePostgres(options(url), spec("Products")))!.table).toBe("public.products");
+  });
+
+  it("a role that may not read the table or the log is refused naming the GRANT; --grant-to grants USAGE on the schemas too", async () => {
+    const url = await postgres.database();
+    const db = dbOf(url);
+    await postgres.pg.sql(
+      `CREATE SCHEMA "Shop"; CREATE TABLE "Shop"."Items" (id text PRIMARY KEY, doc jsonb); INSERT INTO "Shop"."Items" VALUES ('a', '{}');
+       REVOKE ALL ON SCHEMA public FROM PUBLIC;`,
+      db,
+    );
+    await role("setup_reader", db);
+    expect(await feedInstall(url, ["--table", '"Shop"."Items"'])).toMatchObject({ code: 0 });
+    const reader = as(url, "setup_reader");
+    expect(await refusal(reader, spec('"Shop"."Items"'))).toEqual({ variable: "ITEMS_TABLE", message: expect.stringMatching(/`GRANT USAGE ON SCHEMA "Shop" TO "setup_reader";`/) });
+    await postgres.pg.sql(`GRANT USAGE ON SCHEMA "Shop" TO setup_reader; GRANT USAGE ON SCHEMA public TO setup_reader;`, db);
+    const lacking = await refusal(reader, spec('"Shop"."Items"'));
+    expect(lacking.variable).toBe("DATABASE_URL");
+    expect(lacking.message).toMatch(
+      /`GRANT SELECT ON "Shop"."Items" TO "setup_reader"; GRANT SELECT, UPDATE, DELETE ON "public"."slim_edge_changes" TO "setup_reader"; GRANT SELECT, UPDATE ON "public"."slim_edge_feed" TO "setup_reader";`/,
+    );
+    await postgres.pg.sql(`REVOKE USAGE ON SCHEMA "Shop" FROM setup_reader; REVOKE USAGE ON SCHEMA public FROM setup_reader;`, db);
+    expect(await feedInstall(url, ["--table", '"Shop"."Items"', "--grant-to", "setup_reader"])).toMatchObject({ code: 0 });
+    const origin = await startOnPostgres(reader, { ITEMS_TABLE: '"Shop"."Items"' });
+    expect((await fetch(`${origin.url}/items/a`)).status).toBe(200);
+  });
+});

@@ -1,6 +1,8 @@
 // RFC 9110 §13.1.2 If-None-Match, evaluated the same way by the edge (against its cached copy) and the origin
 // (against its current version), so a client gets the same 304-or-200 whichever of them answers.
 
+import { isEtagc, isListSpace, isOws } from "./entity-tags.ts";
+
 /**
  * True when `header` (an If-None-Match field value, repeated fields joined with ", ") matches `etag` under
  * the weak comparison function: `*` matches any current representation; otherwise a comma-separated list
@@ -41,15 +43,4 @@ export function ifNoneMatchMatches(header: string, etag: string): boolean {
     while (i < n && isOws(header.charCodeAt(i))) i++;
     if (i < n && header.charCodeAt(i) !== 0x2c) return false;
   }
-}
-
-function isOws(c: number): boolean {
-  return c === 0x20 || c === 0x09;
-}
-function isListSpace(c: number): boolean {
-  return c === 0x20 || c === 0x09 || c === 0x2c;
-}
-/** etagc = %x21 / %x23-7E / obs-text */
-function isEtagc(c: number): boolean {
-  return c === 0x21 || (c >= 0x23 && c <= 0x7e) || (c >= 0x80 && c <= 0xff);
 }

@@ -71,6 +71,10 @@ describe("serving the user's own table", () => {
     const refusal = ((await write.json()) as { error: string }).error;
     expect(refusal).toBe("items come from a table the origin does not own (ITEMS_TABLE): change them there; PUT and DELETE are refused");
     expect(refusal).not.toContain("postgres://"); // no database address for clients
+    // Any other method: 405 naming only what this origin serves here.
+    const post = await fetch(`${a.url}/items/A-1`, { method: "POST" });
+    expect(post.status).toBe(405);
+    expect(post.headers.get("allow")).toBe("GET, HEAD");
 
     await postgres.pg.sql(`UPDATE products SET doc = '{"name": "anvil", "price": 12}' WHERE sku = 'A-1'`, db);
     for (const o of [a, b]) await eventually(`${o.url}/items/A-1`, '{"name":"anvil","price":12}');

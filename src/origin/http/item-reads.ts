@@ -8,6 +8,7 @@ import { StoreUnavailableError } from "../store/item-store.ts";
 import type { ItemLoader } from "../reads/item-loader.ts";
 import type { KnownIds } from "../reads/known-ids.ts";
 import type { ReadyItems } from "../reads/ready-items.ts";
+import { ifMatchMatches } from "../../shared/entity-tags.ts";
 import type { TokenCheck } from "./token-check.ts";
 import { MISSING, type ItemEntry, type ReadyEntry } from "./wire.ts";
 
@@ -23,6 +24,8 @@ export interface ReadReplies<T, C> {
   notModified(context: C, entry: ItemEntry): T;
   /** 404: no such item. */
   notFound(context: C): T;
+  /** 412: the client's If-Match does not match (the fast path hands such requests to node:http, but says it too). */
+  preconditionFailed(context: C): T;
   /** 401: missing or wrong `x-origin-token`. */
   unauthorized(context: C, head: boolean): T;
   /** 500: the read failed (logged here). */
@@ -35,6 +38,8 @@ export interface ItemRead {
   id: string;
   head: boolean;
   ifNoneMatch: string | undefined;
+  /** If-Match as sent (repeated fields joined); the fast path never has one. */
+  ifMatch: string | undefined;
   /** `x-origin-token` as sent: undefined if absent, null if repeated (ambiguous: refused). */
   token: string | undefined | null;
 }
@@ -102,14 +107,14 @@ export class ItemReads {
     const cached = this.#cache.get(request.id);
     if (cached !== undefined) {
       if (this.#feed.healthy || this.#cache.lastAgeMs() <= this.#staleBoundMs) {
-        return this.#reply(cached, request.ifNoneMatch, request.head, replies, context);
+        return this.#reply(cached, request.ifNoneMatch, request.ifMatch, request.head, replies, context);
       }
       return this.#confirm(this.#cache.keep(cached), request, replies, context);
     }
-    const { id, ifNoneMatch, head } = request;
-    if (!this.#known.mayExist(id)) return this.#reply(MISSING, ifNoneMatch, head, replies, context);
+    const { id, ifNoneMatch, ifMatch, head } = request;
+    if (!this.#known.mayExist(id)) return this.#reply(MISSING, ifNoneMatch, ifMatch, head, replies, context);
     return this.#loader.load(id).then(
-      (entry) => this.#reply(this.#storeAnswered(entry), ifNoneMatch, head, replies, context),
+      (entry) => this.#reply(this.#storeAnswered(entry), ifNoneMatch, ifMatch, head, replies, context),
       (error: unknown) => this.failed(error, `${method} /items/${id}`, head, replies, context),
     );
   }
@@ -120,14 +125,14 @@ export class ItemReads {
    * entry is the best answer there is.
    */
   #confirm<T, C>(kept: ReadyEntry, request: ItemRead, replies: ReadReplies<T, C>, context: C): T | Promise<T> {
-    const { id, ifNoneMatch, head } = request;
+    const { id, ifNoneMatch, ifMatch, head } = request;
     const stale = () => {
       this.staleServed++;
-      return this.#reply(kept, ifNoneMatch, head, replies, context);
+      return this.#reply(kept, ifNoneMatch, ifMatch, head, replies, context);
     };
     if (this.#now() - this.#lastUnavailableAt < STORE_RECHECK_MS) return stale();
     return this.#loader.load(id).then(
-      (entry) => this.#reply(this.#storeAnswered(entry), ifNoneMatch, head, replies, context),
+      (entry) => this.#reply(this.#storeAnswered(entry), ifNoneMatch, ifMatch, head, replies, context),
       (error: unknown) => (error instanceof StoreUnavailableError ? (this.#noteUnavailable(error), stale()) : this.failed(error, `GET /items/${id}`, head, replies, context)),
     );
   }
@@ -163,11 +168,20 @@ export class ItemReads {
     return entry;
   }
 
-  #reply<T, C>(entry: ReadyEntry, ifNoneMatch: string | undefined, head: boolean, replies: ReadReplies<T, C>, context: C): T {
+  /**
+   * Preconditions in RFC 9110 §13.2.2 order: If-Match (strong comparison), then If-None-Match (weak).
+   * If-Unmodified-Since and If-Modified-Since are ignored: items have no Last-Modified (§13.1.3-4). A 404
+   * ignores them all (§13.2.1: the answer without them would not be a 2xx), If-Match included.
+   */
+  #reply<T, C>(entry: ReadyEntry, ifNoneMatch: string | undefined, ifMatch: string | undefined, head: boolean, replies: ReadReplies<T, C>, context: C): T {
     const method = head ? "HEAD" : "GET";
     if (!entry.found) {
       this.#metrics.countRequest(ROUTE_ITEM, method, 404);
       return replies.notFound(context);
+    }
+    if (ifMatch !== undefined && !ifMatchMatches(ifMatch, entry.etag)) {
+      this.#metrics.countRequest(ROUTE_ITEM, method, 412);
+      return replies.preconditionFailed(context);
     }
     if (ifNoneMatch !== undefined && ifNoneMatchMatches(ifNoneMatch, entry.etag)) {
       this.#metrics.countRequest(ROUTE_ITEM, method, 304);

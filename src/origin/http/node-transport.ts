@@ -9,10 +9,15 @@ import { ROUTE_HEALTHZ, ROUTE_ITEM, ROUTE_METRICS, ROUTE_OTHER, type OriginMetri
 import type { ItemReads, ReadReplies } from "./item-reads.ts";
 import { bodyUnread, type ItemWrites } from "./item-writes.ts";
 import type { Operational } from "./operational.ts";
-import { pickHeaders, type RequestHeaderPick } from "./request-headers.ts";
+import { newHeaderPick, pickHeaders, type RequestHeaderPick } from "./request-headers.ts";
 import { INTERNAL_ERROR, item200Head, item304Head, itemBody, STORE_UNAVAILABLE, TOKEN_ERROR, type Wire } from "./wire.ts";
 
-const ALLOW = ["Allow", "GET, HEAD, PUT, DELETE"];
+/**
+ * More than one Host, or an invalid one: 400 (RFC 9112 §3.2 MUST; node:http itself refuses only a missing
+ * one), and the connection is closed, since a proxy in front may have read such a request differently.
+ */
+const HOST_ERROR = "send exactly one Host header, with a valid value";
+
 
 export interface NodeTransportParts {
   reads: ItemReads;
@@ -26,7 +31,7 @@ export interface NodeTransportParts {
 export function itemPortListener(parts: NodeTransportParts): RequestListener {
   const { reads, writes, operational, wire, metrics } = parts;
   const replies = nodeReplies(wire);
-  const pick: RequestHeaderPick = { token: undefined, ifNoneMatch: undefined, contentType: undefined };
+  const pick: RequestHeaderPick = newHeaderPick();
   // node:http hands us pipelined requests without waiting for earlier answers, so a read queued behind a
   // write on the same connection waits for that write (read-your-writes holds there too).
   const writesInFlight = new WeakMap<Socket, Promise<void>>();
@@ -36,6 +41,11 @@ export function itemPortListener(parts: NodeTransportParts): RequestListener {
     const method = req.method ?? "";
     const route = routeOf(url);
     pickHeaders(req.rawHeaders, pick);
+    if (pick.badHost) {
+      wire.error(res, 400, HOST_ERROR, true);
+      metrics.countRequest(route, method, 400);
+      return;
+    }
     if (!reads.admits(pick.token)) {
       wire.error(res, 401, TOKEN_ERROR, bodyUnread(req));
       metrics.countRequest(route, method, 401);
@@ -60,7 +70,7 @@ export function itemPortListener(parts: NodeTransportParts): RequestListener {
     switch (method) {
       case "GET":
       case "HEAD": {
-        const read = { id, head: method === "HEAD", ifNoneMatch: pick.ifNoneMatch, token: pick.token };
+        const read = { id, head: method === "HEAD", ifNoneMatch: pick.ifNoneMatch, ifMatch: pick.ifMatch, token: pick.token };
         if (earlier === undefined) void reads.answer(read, replies, res);
         else void earlier.then(() => reads.answer(read, replies, res));
         return;
@@ -68,7 +78,8 @@ export function itemPortListener(parts: NodeTransportParts): RequestListener {
       case "PUT":
       case "DELETE": {
         const contentType = pick.contentType;
-        const run = () => writes.write(req, res, id, method, contentType);
+        const conditions = { ifMatch: pick.ifMatch, ifNoneMatch: pick.ifNoneMatch };
+        const run = () => writes.write(req, res, id, method, contentType, conditions);
         const mine = earlier === undefined ? run() : earlier.then(run);
         writesInFlight.set(socket, mine);
         void mine.then(() => {
@@ -77,7 +88,7 @@ export function itemPortListener(parts: NodeTransportParts): RequestListener {
         return;
       }
       default:
-        wire.empty(res, 405, ALLOW);
+        wire.empty(res, 405, writes.allow);
         metrics.countRequest(route, method, 405);
     }
   };
@@ -85,7 +96,9 @@ export function itemPortListener(parts: NodeTransportParts): RequestListener {
 
 /** The metrics port's request listener: /healthz and /metrics only, no token. */
 export function metricsPortListener(operational: Operational, wire: Wire): RequestListener {
+  const pick = newHeaderPick();
   return (req, res) => {
+    if (pickHeaders(req.rawHeaders, pick).badHost) return wire.error(res, 400, HOST_ERROR, true);
     if (req.url === "/healthz") return operational.healthz(res, req.method, ROUTE_HEALTHZ);
     if (req.url === "/metrics") return operational.metricsPage(res, req.method, ROUTE_METRICS);
     wire.empty(res, 404);
@@ -111,6 +124,9 @@ function nodeReplies(wire: Wire): ReadReplies<void, ServerResponse> {
     },
     notFound(res) {
       wire.empty(res, 404);
+    },
+    preconditionFailed(res) {
+      wire.empty(res, 412);
     },
     unauthorized(res) {
       wire.error(res, 401, TOKEN_ERROR, bodyUnread(res.req));

@@ -8,6 +8,8 @@ import { STATUS_CODES, type ServerResponse } from "node:http";
  *   304  HTTP/1.1 304 Not Modified\r\nETag: "Xa1"\r\n\r\n            (42 bytes; 30 without reason phrase)
  *   204  HTTP/1.1 204 No Content\r\n\r\n                               (DELETE, 27 bytes)
  *   404  HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n
+ *   412  HTTP/1.1 412 Precondition Failed\r\nContent-Length: 0\r\n\r\n       (If-Match / If-None-Match on a
+ *        write did not hold, If-Match on a read: 55 bytes; no ETag, which RFC 9110 §15.5.13 does not ask for)
  *
  * No `Date` (unless ORIGIN_SEND_DATE), no `Connection`/`Keep-Alive` (HTTP/1.1 connections are
  * persistent by default), no `Content-Type` on item responses (the same on every item: the edge restores
@@ -101,6 +103,8 @@ function wireBytes(head: string, body?: Uint8Array): WireBytes {
 /** Pre-encoded answers the fast path writes without building anything. */
 export interface FixedResponses {
   notFound: WireBytes;
+  /** 412, for GET and HEAD alike (no body either way). */
+  preconditionFailed: WireBytes;
   unauthorized: WireBytes;
   unauthorizedHead: WireBytes;
   internalError: WireBytes;
@@ -125,6 +129,7 @@ export class Wire {
     const unavailable = errorParts(STORE_UNAVAILABLE);
     this.fixed = {
       notFound: wireBytes(this.encodeHead(404, ZERO_LENGTH)),
+      preconditionFailed: wireBytes(this.encodeHead(412, ZERO_LENGTH)),
       unauthorized: wireBytes(this.encodeHead(401, unauthorized.headers), unauthorized.body),
       unauthorizedHead: wireBytes(this.encodeHead(401, unauthorized.headers)),
       internalError: wireBytes(this.encodeHead(500, internal.headers), internal.body),
@@ -188,8 +193,8 @@ export class Wire {
     else res.end(body);
   }
 
-  /** 404 (or another bodiless status that needs framing): `Content-Length: 0` keeps the connection usable. */
-  empty(res: ServerResponse, status: number, extra?: string[]): void {
+  /** 404, 412 (or another bodiless status that needs framing): `Content-Length: 0` keeps the connection usable. */
+  empty(res: ServerResponse, status: number, extra?: readonly string[]): void {
     this.head(res, status, extra === undefined ? ZERO_LENGTH : [...ZERO_LENGTH, ...extra]);
   }
 

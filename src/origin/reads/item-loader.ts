@@ -139,6 +139,18 @@ export class ItemLoader {
     else this.#cache.delete(ticket.id);
   }
 
+  /**
+   * The write was refused by its precondition and wrote nothing, so the cache keeps what it holds. Reads
+   * that started before `beginWrite` still do not fill the cache (it detached them): at most one more
+   * store read.
+   */
+  abandonWrite(ticket: WriteTicket): void {
+    const activity = this.#activity.get(ticket.id);
+    if (activity === undefined) return;
+    activity.writes--;
+    this.#forgetIfIdle(ticket.id, activity);
+  }
+
   /** Another writer changed `id` (the change feed said so): drop it, and keep reads in flight from caching it. */
   invalidate(id: string): void {
     const activity = this.#activity.get(id);

@@ -17,6 +17,23 @@ export function randomEpoch(): string {
   return DIGITS[n >> 6]! + DIGITS[n & 63]!;
 }
 
+/**
+ * The epoch and version `etag` was made from by `etagFor`, or undefined for a tag `etagFor` never makes
+ * (a weak tag, another alphabet, a leading zero digit): read back and checked by writing it again.
+ */
+export function parseEtag(etag: string): { epoch: string; version: number } | undefined {
+  if (etag.length < 5 || etag.length > 16 || etag[0] !== '"' || etag[etag.length - 1] !== '"') return undefined;
+  const epoch = etag.slice(1, 3);
+  let version = 0;
+  for (let i = 3; i < etag.length - 1; i++) {
+    const digit = DIGITS.indexOf(etag[i]!);
+    if (digit === -1) return undefined;
+    version = version * 64 + digit;
+  }
+  if (!EPOCH.test(epoch) || !Number.isSafeInteger(version) || etagFor(epoch, version) !== etag) return undefined;
+  return { epoch, version };
+}
+
 export function etagFor(epoch: string, version: number): string {
   if (!Number.isSafeInteger(version) || version < 0) throw new RangeError(`bad version ${version}`);
   // Fixed length, so epoch + version reads back one way only; the alphabet keeps the tag a valid etagc run.

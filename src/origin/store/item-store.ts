@@ -22,10 +22,16 @@ export interface ItemStore {
   /** False when the origin serves a table it does not own: PUT and DELETE are refused (405). */
   readonly writable: boolean;
   get(id: string): Promise<StoredItem | undefined>;
-  /** Committed (and durable) when the promise resolves; returns the new ETag. */
-  put(id: string, body: Uint8Array): Promise<string>;
-  /** Committed when the promise resolves; true if a live item was deleted. */
-  delete(id: string): Promise<boolean>;
+  /**
+   * Committed (and durable) when the promise resolves; returns the new ETag. With a `condition` that does
+   * not hold, rejects with PreconditionFailedError and writes nothing.
+   */
+  put(id: string, body: Uint8Array, condition?: WriteCondition): Promise<string>;
+  /**
+   * Committed when the promise resolves; true if a live item was deleted. With a `condition` that does not
+   * hold, rejects with PreconditionFailedError and writes nothing.
+   */
+  delete(id: string, condition?: WriteCondition): Promise<boolean>;
   count(): Promise<number>;
   /** Inserts items only if the store holds none; returns how many were inserted. */
   seedIfEmpty(items: Iterable<readonly [string, Uint8Array]>): Promise<number>;
@@ -35,6 +41,40 @@ export interface ItemStore {
   ping(): Promise<boolean>;
   /** Waits for writes in flight, then closes. */
   close(): Promise<void>;
+}
+
+/**
+ * The preconditions of a conditional PUT or DELETE (RFC 9110 §13.1.1 If-Match, §13.1.2 If-None-Match),
+ * evaluated by the store in the same transaction or statement as the write, so nothing can change the
+ * item between "its ETag is X" and the write. Both present: both must hold (§13.2.2 evaluates If-Match
+ * first; either one false is a 412 for a write). A store's own ETags are strong, so If-None-Match's weak
+ * comparison is equality of the opaque tags (the HTTP layer drops `W/`) and If-Match's strong comparison
+ * is equality with the tags that had no `W/` (the HTTP layer drops weak ones: they never match).
+ */
+export interface WriteCondition {
+  /** `*`: a live item exists. A list: a live item exists and its ETag (quotes included) is one of these. */
+  readonly ifMatch?: "*" | readonly string[];
+  /** `*`: no live item exists. A list: no live item exists, or its ETag is none of these. */
+  readonly ifNoneMatch?: "*" | readonly string[];
+}
+
+/** Whether `condition` holds for an item whose current ETag is `etag` (undefined: no live item). */
+export function conditionHolds(condition: WriteCondition, etag: string | undefined): boolean {
+  const { ifMatch, ifNoneMatch } = condition;
+  if (ifMatch !== undefined && (etag === undefined || (ifMatch !== "*" && !ifMatch.includes(etag)))) return false;
+  if (ifNoneMatch !== undefined && etag !== undefined && (ifNoneMatch === "*" || ifNoneMatch.includes(etag))) return false;
+  return true;
+}
+
+/**
+ * A conditional write's condition did not hold (answered 412): nothing was written, so nothing is relayed,
+ * purged or logged as a change, and the cache keeps what it holds.
+ */
+export class PreconditionFailedError extends Error {
+  constructor(id: string) {
+    super(`the precondition of the write to ${id} did not hold; nothing was written`);
+    this.name = "PreconditionFailedError";
+  }
 }
 
 /**

@@ -3,9 +3,12 @@ import { dirname } from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { Worker } from "node:worker_threads";
 import { EPOCH, etagFor, randomEpoch } from "./etag.ts";
-import { StoreUnavailableError, type ItemStore, type StoredItem } from "./item-store.ts";
+import { PreconditionFailedError, StoreUnavailableError, type ItemStore, type StoredItem, type WriteCondition } from "./item-store.ts";
 import { isBusy } from "./sqlite-busy.ts";
-import type { WriteReply, WriteRequest, WriterData, WriterMessage } from "./sqlite-writer.ts";
+// Types only: importing the writer's module here would run its thread loop in any worker thread that opens a store.
+import type { REFUSED, WriteReply, WriteRequest, WriterData, WriterMessage } from "./sqlite-writer.ts";
+
+const refused: typeof REFUSED = "refused";
 
 /**
  * 1: items (id, version, body). 2: + epoch. 3: + the `changes` outbox the purger drains. An older file is
@@ -78,7 +81,7 @@ export class SqliteItemStore implements ItemStore {
   readonly #log: (line: string) => void;
   readonly #writerData: WriterData;
   /** Replies awaited from the running writer thread (rejected when it stops). */
-  readonly #waiting = new Map<number, { resolve: (v: number | boolean) => void; reject: (e: Error) => void }>();
+  readonly #waiting = new Map<number, { resolve: (v: number | boolean | typeof REFUSED) => void; reject: (e: Error) => void }>();
   #writer: Worker | undefined;
   /** Why the last writer thread stopped, until its replacement is ready. */
   #writerDown: string | undefined;
@@ -261,13 +264,20 @@ export class SqliteItemStore implements ItemStore {
     }
   }
 
-  async put(id: string, body: Uint8Array): Promise<string> {
-    const version = (await this.#send({ seq: ++this.#seq, op: "put", id, body })) as number;
-    return etagFor(this.#epoch, version);
+  /** A `condition` is evaluated by the writer thread in the transaction that writes (sqlite-writer.ts). */
+  async put(id: string, body: Uint8Array, condition?: WriteCondition): Promise<string> {
+    const request: WriteRequest = condition === undefined ? { seq: ++this.#seq, op: "put", id, body } : { seq: ++this.#seq, op: "put", id, body, condition };
+    const version = await this.#send(request);
+    if (version === refused) throw new PreconditionFailedError(id);
+    return etagFor(this.#epoch, version as number);
   }
 
-  delete(id: string): Promise<boolean> {
-    return this.#send({ seq: ++this.#seq, op: "delete", id }) as Promise<boolean>;
+  delete(id: string, condition?: WriteCondition): Promise<boolean> {
+    if (condition === undefined) return this.#send({ seq: ++this.#seq, op: "delete", id }) as Promise<boolean>;
+    return this.#send({ seq: ++this.#seq, op: "delete", id, condition }).then((deleted) => {
+      if (deleted === refused) throw new PreconditionFailedError(id);
+      return deleted as boolean;
+    });
   }
 
   /** The oldest pending (not yet purged) outbox rows, committed ones only. */
@@ -301,7 +311,7 @@ export class SqliteItemStore implements ItemStore {
     return this.#send({ seq: ++this.#seq, op: "prune", purgedBefore, anyBefore, limit }) as Promise<number>;
   }
 
-  #send(request: WriteRequest): Promise<number | boolean> {
+  #send(request: WriteRequest): Promise<number | boolean | typeof REFUSED> {
     if (!this.#open || (this.#closing && request.op !== "close")) return Promise.reject(new Error("store is closed"));
     const writer = this.#writer;
     if (writer === undefined) {

@@ -9,14 +9,20 @@
 // batch is served. Another connection holding SQLite's write lock past busy_timeout (another origin process
 // stalled in its fsync, a backup tool, another program) fails the batch waiting for it, nothing begun.
 // Should the thread end anyway, SqliteItemStore starts a new one.
+//
+// A conditional write (If-Match / If-None-Match) reads the item's ETag inside the transaction that writes
+// it, and one whose condition does not hold is answered REFUSED having written nothing (no row, no outbox
+// entry); its neighbours in the batch are unaffected.
 
 import { parentPort, workerData } from "node:worker_threads";
+import { etagFor } from "./etag.ts";
+import { conditionHolds, type WriteCondition } from "./item-store.ts";
 import { quietSqliteWarning } from "./quiet-sqlite-warning.ts";
 import { isBusy } from "./sqlite-busy.ts";
 
 export type WriteRequest =
-  | { seq: number; op: "put"; id: string; body: Uint8Array }
-  | { seq: number; op: "delete"; id: string }
+  | { seq: number; op: "put"; id: string; body: Uint8Array; condition?: WriteCondition }
+  | { seq: number; op: "delete"; id: string; condition?: WriteCondition }
   /** Marks these outbox rows purged; value: how many were pending. */
   | { seq: number; op: "mark"; changes: readonly number[] }
   /** Marks at most `limit` pending outbox rows with seq ≤ `upTo` purged (oldest first); value: how many. */
@@ -25,8 +31,11 @@ export type WriteRequest =
   | { seq: number; op: "prune"; purgedBefore: number; anyBefore: number; limit: number }
   | { seq: number; op: "close" };
 
+/** The value of a conditional put or delete whose condition did not hold: nothing was written. */
+export const REFUSED = "refused";
+
 export type WriteReply =
-  | { seq: number; ok: true; value: number | boolean }
+  | { seq: number; ok: true; value: number | boolean | typeof REFUSED }
   | {
       seq: number;
       ok: false;
@@ -66,6 +75,7 @@ if (parentPort !== null) {
   const del = db.prepare(
     "UPDATE items SET version = version + 1, body = NULL WHERE id = ? AND body IS NOT NULL RETURNING version",
   );
+  const current = db.prepare("SELECT version, epoch FROM items WHERE id = ? AND body IS NOT NULL");
   const record = db.prepare("INSERT INTO changes (id, changed_at) VALUES (?, ?)");
   const mark = db.prepare("UPDATE changes SET purged = 1 WHERE seq = ? AND purged = 0");
   const markUpTo = db.prepare(
@@ -79,14 +89,22 @@ if (parentPort !== null) {
     if (recordChanges) record.run(id, Date.now());
   };
 
-  const apply = (m: Write): number | boolean => {
+  /** Evaluated inside the transaction that writes (BEGIN IMMEDIATE: nobody else writes until it ends). */
+  const holds = (id: string, condition: WriteCondition): boolean => {
+    const row = current.get(id) as { version: number; epoch: string } | undefined;
+    return conditionHolds(condition, row === undefined ? undefined : etagFor(row.epoch, row.version));
+  };
+
+  const apply = (m: Write): number | boolean | typeof REFUSED => {
     switch (m.op) {
       case "put": {
+        if (m.condition !== undefined && !holds(m.id, m.condition)) return REFUSED;
         const { version } = put.get(m.id, epoch, m.body) as { version: number };
         changed(m.id);
         return version;
       }
       case "delete": {
+        if (m.condition !== undefined && !holds(m.id, m.condition)) return REFUSED;
         const deleted = del.get(m.id) !== undefined;
         if (deleted) changed(m.id); // deleting nothing changes nothing the edge may hold
         return deleted;
@@ -120,7 +138,7 @@ if (parentPort !== null) {
       // own would keep each caller waiting another busy_timeout.
       return failed(batch, error, false);
     }
-    let values: (number | boolean)[];
+    let values: (number | boolean | typeof REFUSED)[];
     try {
       values = batch.map(apply);
     } catch (error) {

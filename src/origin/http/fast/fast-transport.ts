@@ -41,6 +41,7 @@ export function attachFastPath(server: Server, options: FastPathOptions): FastPa
     ok: (_, entry, head) => (head ? itemHead(entry) : entry.r200),
     notModified: (_, entry) => entry.r304,
     notFound: () => wire.fixed.notFound,
+    preconditionFailed: () => wire.fixed.preconditionFailed,
     unauthorized: (_, head) => (head ? wire.fixed.unauthorizedHead : wire.fixed.unauthorized),
     failed: (_, head) => (head ? wire.fixed.internalErrorHead : wire.fixed.internalError),
     unavailable: (_, head) => (head ? wire.fixed.unavailableHead : wire.fixed.unavailable),

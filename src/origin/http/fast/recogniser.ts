@@ -8,10 +8,10 @@
  *
  * Safety: this is a *recogniser*, not an HTTP implementation. It accepts only a strict subset of
  * HTTP/1.1 whose meaning is unambiguous (request line `GET|HEAD SP /items/<id>[?query] SP HTTP/1.1`,
- * header lines `token ":" OWS visible-text OWS CRLF`, exactly one Host, no body framing headers, no
- * Expect/Upgrade, Connection only `close`/`keep-alive`, head under 8 KiB). Anything else, including
- * every write and every malformed request, is handed to node:http (llhttp) together with the unread
- * bytes, and the connection stays there. So errors, bodies, timeouts of handed-off connections and
+ * header lines `token ":" OWS visible-text OWS CRLF`, exactly one Host with a valid value, no body
+ * framing headers, no Expect/Upgrade/If-Match, Connection only `close`/`keep-alive`, head under 8 KiB).
+ * Anything else, including every write and every malformed request, is handed to node:http (llhttp)
+ * together with the unread bytes, and the connection stays there. So errors, bodies, timeouts of handed-off connections and
  * all the rest of HTTP/1.1 stay with node's well-tested parser (hand-off.ts). For requests it does accept,
  * the fast path must answer byte for byte as the node:http path would: test/origin/fast-path.test.ts checks
  * that differentially on generated requests.
@@ -23,6 +23,7 @@
 import { isTchar } from "../../../shared/http-token.ts";
 import { isItemIdByte, ITEMS_PREFIX, MAX_ITEM_ID_LENGTH } from "../../../shared/item-id.ts";
 import { ORIGIN_TOKEN_HEADER } from "../../../shared/origin-token.ts";
+import { isHostValue } from "../request-headers.ts";
 
 export const INCOMPLETE = 0;
 export const DEFER = 1;
@@ -37,6 +38,8 @@ export interface FastRequest {
   head: boolean;
   id: string;
   ifNoneMatch: string | undefined;
+  /** Always undefined: a request with If-Match is handed to node:http (it is rare, and may be a 412). */
+  ifMatch: undefined;
   /** undefined: absent; null: repeated (refused). */
   token: string | undefined | null;
   /** `Connection: close`: answer, then end the connection. */
@@ -46,7 +49,7 @@ export interface FastRequest {
 }
 
 export function newFastRequest(): FastRequest {
-  return { head: false, id: "", ifNoneMatch: undefined, token: undefined, close: false, end: 0 };
+  return { head: false, id: "", ifNoneMatch: undefined, ifMatch: undefined, token: undefined, close: false, end: 0 };
 }
 
 const SP = 0x20;
@@ -178,13 +181,19 @@ export function parseFastRequest(buf: Buffer, start: number, out: FastRequest): 
     i += 2;
     switch (nameLength) {
       case 4:
-        if (nameIs(buf, nameStart, "host")) hosts++;
+        // A second Host, or one with an invalid value, is a 400 (RFC 9112 §3.2): node:http answers it.
+        if (nameIs(buf, nameStart, "host") && (++hosts > 1 || !isHostValue(buf, valueStart, valueEnd))) return DEFER;
         break;
       case 6:
         if (nameIs(buf, nameStart, "expect")) return DEFER;
         break;
       case 7:
         if (nameIs(buf, nameStart, "upgrade")) return DEFER;
+        break;
+      case 8:
+        // Evaluated on node:http (a 412 when it does not match). If-Unmodified-Since needs nothing: with no
+        // Last-Modified it is ignored (RFC 9110 §13.1.4), on both paths alike.
+        if (nameIs(buf, nameStart, "if-match")) return DEFER;
         break;
       case 10:
         if (nameIs(buf, nameStart, "connection")) {

@@ -3,9 +3,9 @@
 // versions per item that are never reused (a delete keeps a tombstone), a random write epoch per store
 // session stamped on what it writes, ETag = epoch + version, every write committed before it resolves.
 
-import type { Sql } from "postgres";
-import { EPOCH, etagFor, randomEpoch } from "../etag.ts";
-import type { ItemStore, StoredItem } from "../item-store.ts";
+import type { Fragment, PendingQuery, Sql } from "postgres";
+import { EPOCH, etagFor, parseEtag, randomEpoch } from "../etag.ts";
+import { PreconditionFailedError, type ItemStore, type StoredItem, type WriteCondition } from "../item-store.ts";
 import { answers, closePool, openPool, unavailable, withDeadline, type PostgresOptions } from "./connection.ts";
 import { ITEMS_TABLE } from "./schema.ts";
 
@@ -50,28 +50,90 @@ export class OwnedTableStore implements ItemStore {
     return row === undefined ? undefined : { etag: etagFor(row.epoch, Number(row.version)), body: row.body };
   }
 
-  async put(id: string, body: Uint8Array): Promise<string> {
+  /**
+   * A `condition` is part of the one statement that writes, so nothing can change the row between its
+   * check and the write. With If-Match: an UPDATE of the live row whose ETag matches (READ COMMITTED
+   * re-checks the WHERE on the newest row version after waiting for a concurrent writer). Without: the
+   * usual upsert, whose DO UPDATE runs only where If-None-Match holds (ON CONFLICT locks the conflicting
+   * row and evaluates that WHERE on its newest version). No row returned: refused, nothing written, so no
+   * trigger fired and no change is logged.
+   */
+  async put(id: string, body: Uint8Array, condition?: WriteCondition): Promise<string> {
     const sql = this.#sql;
     const t = sql(ITEMS_TABLE);
-    const rows = await withDeadline(
-      sql<{ version: string }[]>`
-        INSERT INTO ${t} (id, version, epoch, body) VALUES (${id}, 1, ${this.#epoch}, ${Buffer.from(body.buffer, body.byteOffset, body.byteLength)})
+    const bytes = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+    let statement: PendingQuery<{ version: string }[]>;
+    if (condition === undefined) {
+      statement = sql<{ version: string }[]>`
+        INSERT INTO ${t} (id, version, epoch, body) VALUES (${id}, 1, ${this.#epoch}, ${bytes})
         ON CONFLICT (id) DO UPDATE SET version = ${t}.version + 1, epoch = excluded.epoch, body = excluded.body
-        RETURNING version`,
-      this.#timeoutMs,
-      `writing item ${id}`,
-    );
+        RETURNING version`;
+    } else if (condition.ifMatch !== undefined) {
+      statement = sql<{ version: string }[]>`
+        UPDATE ${t} SET version = version + 1, epoch = ${this.#epoch}, body = ${bytes}
+        WHERE id = ${id} AND body IS NOT NULL AND ${this.#holds(ITEMS_TABLE, condition)}
+        RETURNING version`;
+    } else {
+      statement = sql<{ version: string }[]>`
+        INSERT INTO ${t} (id, version, epoch, body) VALUES (${id}, 1, ${this.#epoch}, ${bytes})
+        ON CONFLICT (id) DO UPDATE SET version = ${t}.version + 1, epoch = excluded.epoch, body = excluded.body
+        WHERE ${t}.body IS NULL OR ${this.#holds(ITEMS_TABLE, condition)}
+        RETURNING version`;
+    }
+    const rows = await withDeadline(statement, this.#timeoutMs, `writing item ${id}`);
+    if (rows.length === 0) throw new PreconditionFailedError(id);
     return etagFor(this.#epoch, Number(rows[0]!.version));
   }
 
-  async delete(id: string): Promise<boolean> {
+  /**
+   * With a `condition`: one statement that locks the live row (FOR UPDATE, which waits for a concurrent
+   * writer and then reads the newest version), evaluates the condition on what it locked and tombstones it
+   * only if it holds; it also reports whether there was a live row, since a refusal and "nothing to delete"
+   * are different answers (412, 204) unless If-Match asked for a live item.
+   */
+  async delete(id: string, condition?: WriteCondition): Promise<boolean> {
     const sql = this.#sql;
+    const t = sql(ITEMS_TABLE);
+    if (condition === undefined) {
+      const rows = await withDeadline(
+        sql`UPDATE ${t} SET version = version + 1, body = NULL WHERE id = ${id} AND body IS NOT NULL RETURNING version`,
+        this.#timeoutMs,
+        `deleting item ${id}`,
+      );
+      return rows.length > 0;
+    }
     const rows = await withDeadline(
-      sql`UPDATE ${sql(ITEMS_TABLE)} SET version = version + 1, body = NULL WHERE id = ${id} AND body IS NOT NULL RETURNING version`,
+      sql<{ live: number; deleted: number }[]>`
+        WITH live AS (SELECT epoch, version FROM ${t} WHERE id = ${id} AND body IS NOT NULL FOR UPDATE),
+        gone AS (
+          UPDATE ${t} SET version = ${t}.version + 1, body = NULL FROM live
+          WHERE ${t}.id = ${id} AND ${this.#holds("live", condition)}
+          RETURNING ${t}.version)
+        SELECT (SELECT count(*) FROM live)::int AS live, (SELECT count(*) FROM gone)::int AS deleted`,
       this.#timeoutMs,
       `deleting item ${id}`,
     );
-    return rows.length > 0;
+    const { live, deleted } = rows[0]!;
+    if (deleted > 0) return true;
+    if (live > 0 || condition.ifMatch !== undefined) throw new PreconditionFailedError(id);
+    return false; // no live item, and no If-Match asking for one: nothing to delete (204)
+  }
+
+  /**
+   * `condition` as SQL on the epoch and version columns of `row` (the table, or a CTE), for a row known to
+   * be live. ETags are compared as epoch + decimal version (`"Xa1"` → `Xa1`; the epoch has a fixed length,
+   * so this reads back one way only); a tag this store never issues matches nothing.
+   */
+  #holds(row: string, condition: WriteCondition): Fragment {
+    const sql = this.#sql;
+    const key = sql`(${sql(row)}.epoch || ${sql(row)}.version::text)`;
+    const { ifMatch, ifNoneMatch } = condition;
+    // One text parameter (keys hold no comma): no array type for the driver to look up.
+    const anyOf = (etags: readonly string[]) => sql`${key} = ANY(string_to_array(${versionKeys(etags).join(",")}::text, ','))`;
+    const match = ifMatch === undefined || ifMatch === "*" ? sql`TRUE` : anyOf(ifMatch);
+    if (ifNoneMatch === undefined) return match;
+    if (ifNoneMatch === "*") return sql`FALSE`;
+    return sql`${match} AND NOT ${anyOf(ifNoneMatch)}`;
   }
 
   async count(): Promise<number> {
@@ -138,4 +200,15 @@ export class OwnedTableStore implements ItemStore {
   close(): Promise<void> {
     return closePool(this.#sql);
   }
+}
+
+
+/** Each ETag this store could have issued as epoch + decimal version (`"Xa1"` → `Xa1`); others are left out. */
+function versionKeys(etags: readonly string[]): string[] {
+  const keys: string[] = [];
+  for (const etag of etags) {
+    const parsed = parseEtag(etag);
+    if (parsed !== undefined) keys.push(parsed.epoch + String(parsed.version));
+  }
+  return keys;
 }

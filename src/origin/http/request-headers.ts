@@ -50,7 +50,7 @@ export function pickHeaders(raw: readonly string[], out: RequestHeaderPick): Req
       case 4:
         if (name.toLowerCase() === "host") {
           const value = raw[i + 1]!;
-          if (++hosts > 1 || !isHostValue(Buffer.from(value, "latin1"), 0, value.length)) out.badHost = true;
+          if (++hosts > 1 || !isHostText(value)) out.badHost = true;
         }
         break;
     }
@@ -79,24 +79,35 @@ const IPV_FUTURE = /^v[0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+$/;
  * without an authority); the origin does not use the value, so it needs no more than the grammar.
  */
 export function isHostValue(bytes: Uint8Array, start: number, end: number): boolean {
+  return isHost((i) => bytes[i]!, start, end, (from, to) => Buffer.from(bytes.buffer, bytes.byteOffset + from, to - from).toString("latin1"));
+}
+
+/** `isHostValue` of a header value node:http already decoded (latin1): no copy into bytes. */
+export function isHostText(value: string): boolean {
+  return isHost((i) => value.charCodeAt(i), 0, value.length, (from, to) => value.slice(from, to));
+}
+
+/** The grammar once, over `code(i)` (a code above 0xff is in no table: never valid) and `text(from, to)` for an IP-literal. */
+function isHost(code: (i: number) => number, start: number, end: number, text: (from: number, to: number) => string): boolean {
   let i = start;
-  if (i < end && bytes[i] === 0x5b /* [ */) {
+  if (i < end && code(i) === 0x5b /* [ */) {
     // IP-literal = "[" ( IPv6address / IPvFuture ) "]": rare enough to check on a string.
-    const close = bytes.indexOf(0x5d /* ] */, i);
-    if (close === -1 || close >= end) return false;
-    const inner = Buffer.from(bytes.buffer, bytes.byteOffset + i + 1, close - i - 1).toString("latin1");
+    let close = i + 1;
+    while (close < end && code(close) !== 0x5d /* ] */) close++;
+    if (close >= end) return false;
+    const inner = text(i + 1, close);
     if (!isIPv6(inner) && !IPV_FUTURE.test(inner)) return false;
     i = close + 1;
   } else {
     while (i < end) {
-      const c = bytes[i]!;
+      const c = code(i);
       if (REG_NAME[c] === 1) i++;
-      else if (c === 0x25 /* % */ && i + 2 < end && HEX[bytes[i + 1]!] === 1 && HEX[bytes[i + 2]!] === 1) i += 3;
+      else if (c === 0x25 /* % */ && i + 2 < end && HEX[code(i + 1)] === 1 && HEX[code(i + 2)] === 1) i += 3;
       else break;
     }
   }
   if (i === end) return true;
-  if (bytes[i] !== 0x3a /* : */) return false;
-  for (i++; i < end; i++) if (bytes[i]! < 0x30 || bytes[i]! > 0x39) return false; // port = *DIGIT
+  if (code(i) !== 0x3a /* : */) return false;
+  for (i++; i < end; i++) if (code(i) < 0x30 || code(i) > 0x39) return false; // port = *DIGIT
   return true;
 }

@@ -153,6 +153,7 @@ describe("serving the user's own table", () => {
     // ITEMS_ID_COLUMN has a default ("id"): writing it is still a request the SQLite store cannot honour.
     expect(() => testConfig({ ITEMS_ID_COLUMN: "sku" })).toThrow(/ITEMS_ID_COLUMN: needs PostgreSQL/);
     expect(() => testConfig({ ITEMS_ID_COLUMN: " " })).not.toThrow(); // empty means the default, as everywhere
+    expect(() => testConfig({ FEED_POLL_MS: "2000" })).toThrow(/FEED_POLL_MS: needs PostgreSQL .*no change log to poll/);
     const orphan = (() => {
       try {
         testConfig({ DATABASE_URL: "postgres://db/x", ITEMS_ID_COLUMN: "sku", ITEMS_JSON_COLUMN: "doc" });

@@ -99,6 +99,9 @@ export function parseOriginConfig(env: Env, argv: readonly string[] = [], cwd = 
     for (const name of ["ITEMS_TABLE", ...columns] as const) {
       if (given(name)) problems.push({ variable: name, message: `needs PostgreSQL (DATABASE_URL=postgres://…); the embedded SQLite store only serves the origin's own items.` });
     }
+    if (given("FEED_POLL_MS")) {
+      problems.push({ variable: "FEED_POLL_MS", message: "needs PostgreSQL (DATABASE_URL=postgres://…): the embedded SQLite store has no change log to poll (its own writes are the feed); unset it." });
+    }
   } else if (v.ITEMS_TABLE === undefined) {
     for (const name of columns) {
       if (given(name)) problems.push({ variable: name, message: `names a column of ITEMS_TABLE, which is not set: set ITEMS_TABLE to the table to serve, or unset ${name}.` });

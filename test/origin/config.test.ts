@@ -152,6 +152,13 @@ describe("origin configuration", () => {
     expect(problems({ PORT: "x", METRICS_PORT: "y", CACHE_TTL_SECONDS: "z" })).toHaveLength(3);
   });
 
+  it("refuses a keep-alive timeout below the store's deadline (a waiting request would lose its connection)", () => {
+    expect(problems({ KEEP_ALIVE_TIMEOUT_SECONDS: "5", STORE_TIMEOUT_MS: "10000" })).toEqual([
+      "KEEP_ALIVE_TIMEOUT_SECONDS: 5 s is below STORE_TIMEOUT_MS (10000 ms): a request waiting that long on the store would lose its connection, not get a 503; raise it above the store's deadline.",
+    ]);
+    expect(parse({ KEEP_ALIVE_TIMEOUT_SECONDS: "10", STORE_TIMEOUT_MS: "10000" }).keepAliveTimeoutMs).toBe(10_000);
+  });
+
   it("rejects METRICS_PORT equal to PORT", () => {
     expect(problems({ PORT: "9000", METRICS_PORT: "9000" })[0]).toMatch(/^METRICS_PORT: 9000 is the same as PORT/);
   });

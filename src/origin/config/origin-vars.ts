@@ -199,7 +199,7 @@ export const ORIGIN_VARS = {
     {
       name: "KEEP_ALIVE_TIMEOUT_SECONDS",
       default: "910",
-      meaning: "Idle keep-alive timeout, and the longest a connection may sit with nothing read or written (a client that stops reading an answer); keep it above Cloudflare's 900 s connection reuse window.",
+      meaning: "Idle keep-alive timeout, and the longest a connection may sit with nothing read or written (a client that stops reading an answer); keep it above Cloudflare's 900 s connection reuse window. Refused below STORE_TIMEOUT_MS.",
     },
     (raw, c) => readSeconds("KEEP_ALIVE_TIMEOUT_SECONDS", raw, { min: 1, max: 86400, example: "910" }, c.problems),
   ),

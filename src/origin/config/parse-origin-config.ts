@@ -110,6 +110,13 @@ export function parseOriginConfig(env: Env, argv: readonly string[] = [], cwd = 
   if (v.ITEMS_TABLE !== undefined && seedItems > 0) {
     problems.push({ variable: "SEED_SAMPLE_ITEMS", message: "cannot seed a table the origin does not own (ITEMS_TABLE is set): unset it, or drop --seed." });
   }
+  if (v.KEEP_ALIVE_TIMEOUT_SECONDS * 1000 < v.STORE_TIMEOUT_MS) {
+    // Both servers drop a connection silent for that long, a request waiting on the store included.
+    problems.push({
+      variable: "KEEP_ALIVE_TIMEOUT_SECONDS",
+      message: `${v.KEEP_ALIVE_TIMEOUT_SECONDS} s is below STORE_TIMEOUT_MS (${v.STORE_TIMEOUT_MS} ms): a request waiting that long on the store would lose its connection, not get a 503; raise it above the store's deadline.`,
+    });
+  }
   if (postgres && v.FEED_POLL_MS >= v.FEED_STALE_BOUND_MS) {
     problems.push({ variable: "FEED_POLL_MS", message: `${v.FEED_POLL_MS} must be below FEED_STALE_BOUND_MS (${v.FEED_STALE_BOUND_MS}): a healthy feed polls well within the bound.` });
   }

@@ -35,8 +35,8 @@ export function qualify(schema: string, name: string): string {
 /**
  * The change log, shared by both kinds of item table. A change row says "this id changed in transaction
  * xid"; `item_id = ''` (never a valid id) says "everything changed" (TRUNCATE). `xid` lets a reader that was
- * away catch up exactly: every transaction older than a snapshot's xmin has committed or aborted, so rows
- * with xid ≥ the xmin it last saw are all it can have missed (src/origin/feed/change-log-cursor.ts).
+ * away catch up exactly: what its last snapshot did not see as finished is all it can have missed
+ * (src/origin/feed/change-log-cursor.ts).
  */
 export function changeLogSql(schema: string): string {
   const log = qualify(schema, CHANGES_TABLE);

@@ -42,9 +42,16 @@ export interface EntryLabels {
   cacheTags: string;
 }
 
-/** The label of entries filled from `originUrl` by this deployment (computed once per reader). */
+let lastLabel = { originUrl: "", label: "" };
+
+/**
+ * The label of entries filled from `originUrl` by this deployment. A reader is made per request and an
+ * isolate serves one ORIGIN_URL (the same parsed string each time), so the label is built once, not per
+ * request.
+ */
 export function filledUnder(originUrl: string): string {
-  return `${originUrl} ${INTERNAL_RESPONSE_LIST_DIGEST}`;
+  if (lastLabel.originUrl !== originUrl) lastLabel = { originUrl, label: `${originUrl} ${INTERNAL_RESPONSE_LIST_DIGEST}` };
+  return lastLabel.label;
 }
 
 /** True when a stored entry was filled under `label` (`filledUnder`); anything else is a miss. */

@@ -247,19 +247,17 @@ export class PostgresChangeFeed implements ChangeFeed {
    */
   #watchOldest(snapshot: Snapshot, now: number): void {
     const open = snapshot.xmin < snapshot.xmax ? snapshot.xmin : undefined;
-    const oldest = this.#oldest;
-    if (oldest !== undefined && oldest.xid === open) {
-      if (!oldest.logged && now - oldest.since >= (this.#options.oldTransactionLogMs ?? OLD_TRANSACTION_LOG_MS)) {
-        oldest.logged = true;
-        this.#options.log(
-          `origin: change feed: transaction ${oldest.xid} has been open for over ${Math.floor((now - oldest.since) / 1000)} s, the oldest on the PostgreSQL server (in any database); the change log cannot be pruned past it until it ends (see pg_stat_activity.backend_xid and pg_prepared_xacts)`,
-        );
-      }
-      return;
+    let oldest = this.#oldest;
+    if (oldest?.xid !== open) {
+      if (oldest?.logged) this.#options.log(`origin: change feed: transaction ${oldest.xid} has ended after at least ${Math.floor((now - oldest.since) / 1000)} s`);
+      oldest = this.#oldest = open === undefined ? undefined : { xid: open, since: now, logged: false };
     }
-    if (oldest?.logged) this.#options.log(`origin: change feed: transaction ${oldest.xid} has ended after at least ${Math.floor((now - oldest.since) / 1000)} s`);
-    this.#oldest = open === undefined ? undefined : { xid: open, since: now, logged: false };
-    if (open !== undefined) this.#watchOldest(snapshot, now); // a threshold of 0 logs at once
+    if (oldest !== undefined && !oldest.logged && now - oldest.since >= (this.#options.oldTransactionLogMs ?? OLD_TRANSACTION_LOG_MS)) {
+      oldest.logged = true;
+      this.#options.log(
+        `origin: change feed: transaction ${oldest.xid} has been open for over ${Math.floor((now - oldest.since) / 1000)} s, the oldest on the PostgreSQL server (in any database); the change log cannot be pruned past it until it ends (see pg_stat_activity.backend_xid and pg_prepared_xacts)`,
+      );
+    }
   }
 }
 

@@ -194,13 +194,11 @@ export class FastConnection {
     }
   }
 
-  /** Like node's `destroySoon`: flush what is written, send FIN, and close without waiting for the peer. */
-  #finish(): void {
-    this.#closeAfter(undefined);
-  }
-
-  /** The last answer (`last`, unless already written), then FIN; destroyed once flushed, or at the linger bound. */
-  #closeAfter(last: WireBytes | undefined): void {
+  /**
+   * Like node's `destroySoon`: flush what is written (and `last`, if given), send FIN, and close without
+   * waiting for the peer; destroyed once flushed, or at the linger bound.
+   */
+  #finish(last?: WireBytes): void {
     this.#done = true;
     this.#clearHeadersTimer();
     this.#pending = undefined;
@@ -222,7 +220,7 @@ export class FastConnection {
     this.#headersTimer = setTimeout(() => {
       this.#headersTimer = undefined;
       if (this.#done) return;
-      this.#closeAfter(this.#ctx.requestTimeout);
+      this.#finish(this.#ctx.requestTimeout);
     }, this.#ctx.headersTimeoutMs);
     this.#headersTimer.unref();
   }

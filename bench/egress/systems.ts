@@ -158,6 +158,10 @@ export async function startEdgeSystem(traffic: Traffic, options: EdgeSystemOptio
     options.log(`egress: creating ${traffic.items.bodies.size} items from the log on the ${mode} origin…`);
     for (const [id, body] of traffic.items.bodies) await writer.put(id, body);
   }
+  // The items just created are changes: their purge (one wide purge for 10,000 seeded items) and its repeat
+  // come before the edge is filled, as they would have on an edge that has run for a day.
+  const created = traffic.items.kind === "sample" ? traffic.items.count : traffic.items.bodies.size;
+  if (mode === "purge") await purgesSettled(originUrl, token, created > 0);
 
   const { relay, setReplayer } = relayFor(originPort);
   await relay.listen();
@@ -175,10 +179,11 @@ export async function startEdgeSystem(traffic: Traffic, options: EdgeSystemOptio
   });
   const worker = edge;
   onCleanup(() => worker.close());
+  // The origin first: a purge leader that stops sends the repeats it still owes, to the worker's cache.
   const stop = async () => {
+    await stopChild(origin.child, 20_000);
     await worker.close();
     await relay.close();
-    await stopChild(origin.child);
     await standIn?.close();
   };
   return {
@@ -193,6 +198,22 @@ export async function startEdgeSystem(traffic: Traffic, options: EdgeSystemOptio
     setReplayer,
     stop,
   };
+}
+
+/**
+ * Waits (up to a minute) until the origin's purger has purged something (`created`: there were changes), has
+ * nothing pending and owes no repeat, from its /metrics.
+ */
+async function purgesSettled(originUrl: string, token: string, created: boolean): Promise<void> {
+  const deadline = performance.now() + 60_000;
+  for (;;) {
+    const page = await (await fetch(`${originUrl}/metrics`, { headers: { "x-origin-token": token } })).text();
+    const gauge = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(page)?.[1] ?? NaN);
+    const purged = !created || gauge("origin_purge_tags_total") > 0;
+    if (purged && gauge("origin_purge_pending") === 0 && gauge("origin_purge_repeats_owed") === 0) return;
+    if (performance.now() > deadline) throw new Error(`the purge-mode origin still purges a minute after it started:\n${page.split("\n").filter((l) => l.startsWith("origin_purge")).join("\n")}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
 
 /** Internal writes straight to an origin over one keep-alive connection (fetch's pool). */

@@ -129,6 +129,9 @@ export interface LocalEdge {
   close(): Promise<void>;
 }
 
+/** Keys a purge checks and deletes at once. */
+const PURGE_CONCURRENCY = 32;
+
 /** Starts the worker under Miniflare and resolves once it listens. */
 export async function startLocalEdge(options: LocalEdgeOptions): Promise<LocalEdge> {
   const script = await bundleWorker();
@@ -174,20 +177,22 @@ export async function startLocalEdge(options: LocalEdgeOptions): Promise<LocalEd
   const purgeTags = async (tags: readonly string[]): Promise<AppliedPurge> => {
     const c = await cache();
     const applied: AppliedPurge = { at: 0, tags: [...tags], keys: 0, deleted: 0, untagged: 0 };
+    const purgeKey = async (tag: string, key: string) => {
+      const entry = await c.match(key);
+      if (entry === undefined) return;
+      const stored = entry.headers.get("cache-tag");
+      // Read, not cancelled: cancelling a body Miniflare proxies from workerd throws inside Miniflare. Items are small.
+      await entry.arrayBuffer();
+      if (!cacheTagLists(stored, tag)) applied.untagged++;
+      else if (await c.delete(key)) applied.deleted++;
+    };
     for (const tag of tags) {
       const keys = keysForTag(tag, origin, knownIds());
       applied.keys += keys.length;
-      for (const key of keys) {
-        const entry = await c.match(key);
-        if (entry === undefined) continue;
-        const stored = entry.headers.get("cache-tag");
-        // Read, not cancelled: cancelling a body Miniflare proxies from workerd throws inside Miniflare. Items are small.
-        await entry.arrayBuffer();
-        if (!cacheTagLists(stored, tag)) {
-          applied.untagged++;
-          continue;
-        }
-        if (await c.delete(key)) applied.deleted++;
+      // A purge of `items` reaches every known id: one by one through Miniflare's proxy that took over 10 s
+      // for 11,000 ids (the purger's call deadline), where Cloudflare answers at once.
+      for (let i = 0; i < keys.length; i += PURGE_CONCURRENCY) {
+        await Promise.all(keys.slice(i, i + PURGE_CONCURRENCY).map((key) => purgeKey(tag, key)));
       }
     }
     applied.at = performance.now();

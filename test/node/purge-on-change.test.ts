@@ -13,6 +13,7 @@ import { freePort } from "../../scripts/lib/local-stack.ts";
 import { parseOriginConfig } from "../../src/origin/config/parse-origin-config.ts";
 import { startOrigin, type RunningOrigin } from "../../src/origin/start-origin.ts";
 import { ConfigError } from "../../src/shared/config/config-error.ts";
+import { acceptedPurgesOf, itemTraffic, purgingOriginEnv } from "../support/node/purge-e2e.ts";
 
 const ZONE = "0123456789abcdef0123456789abcdef";
 const TOKEN = "purge-on-change-token-0123456789";
@@ -24,34 +25,18 @@ let originPort = 0;
 const ids = new Set<string>();
 
 function originEnv(extra: Record<string, string> = {}): Record<string, string> {
-  return {
-    PORT: String(originPort),
-    METRICS_PORT: "off",
-    DATABASE_URL: join(dir, "items.sqlite"),
-    CLOUDFLARE_ZONE_ID: ZONE,
-    CLOUDFLARE_API_TOKEN: TOKEN,
-    CLOUDFLARE_API_BASE: standIn.baseUrl,
-    CLOUDFLARE_PURGE_PLAN: "pro",
-    ...extra,
-  };
+  // Purge calls are counted here; the repeat of each has its own test (purge-repeat.test.ts).
+  const env = purgingOriginEnv({ port: originPort, databaseUrl: join(dir, "items.sqlite"), apiBase: standIn.baseUrl, zoneId: ZONE, token: TOKEN, repeatMs: 0 });
+  return { ...env, ...extra };
 }
 
 const startOn = async (extra: Record<string, string> = {}) => {
   return startOrigin({ config: parseOriginConfig(originEnv(extra)), log: () => {} });
 };
 
-const read = async (id: string) => {
-  ids.add(id);
-  const res = await fetch(`${edge.url}/items/${id}`);
-  return { status: res.status, body: await res.text() };
-};
-const write = async (id: string, body: string) => {
-  ids.add(id);
-  const res = await fetch(`http://127.0.0.1:${originPort}/items/${id}`, { method: "PUT", headers: { "content-type": "application/json" }, body });
-  expect(res.status).toBe(204);
-};
+const { read, write } = itemTraffic(() => edge.url, () => `http://127.0.0.1:${originPort}`, ids);
 const purgeCalls = () => standIn.calls.filter((c) => c.path.endsWith("/purge_cache") && JSON.stringify(c.body) !== '{"tags":["slim-edge-verify"]}');
-const taggedIn = (id: string) => purgeCalls().filter((c) => c.outcome === "accepted" && (c.body as { tags?: string[] }).tags?.includes(`item:${id}`));
+const taggedIn = (id: string) => acceptedPurgesOf(standIn.calls, id);
 /** Waits until the worker has stored `id` (it stores after answering). */
 const stored = (id: string) => vi.waitFor(async () => expect(await (await edge.cache()).match(edge.itemKey(id))).toBeDefined(), { timeout: 10_000, interval: 5 });
 

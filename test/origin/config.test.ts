@@ -196,8 +196,12 @@ describe("origin configuration", () => {
       plan: "free",
       rate: 5 / 60,
       burst: 25,
+      repeatAfterMs: 6000,
     });
     expect(parse({ CLOUDFLARE_ZONE_ID: zone, CLOUDFLARE_API_TOKEN: "t", CLOUDFLARE_PURGE_PLAN: "pro", CLOUDFLARE_PURGE_RATE: "2.5" }).purge).toMatchObject({ rate: 2.5, burst: 25 });
+    expect(parse({ CLOUDFLARE_ZONE_ID: zone, CLOUDFLARE_API_TOKEN: "t", CLOUDFLARE_PURGE_REPEAT_MS: "0" }).purge).toMatchObject({ repeatAfterMs: 0 });
+    expect(problems({ CLOUDFLARE_PURGE_REPEAT_MS: "6s" })[0]).toMatch(/^CLOUDFLARE_PURGE_REPEAT_MS: "6s" is not a whole number of milliseconds/);
+    expect(problems({ CLOUDFLARE_PURGE_REPEAT_MS: "200000" })[0]).toBe('CLOUDFLARE_PURGE_REPEAT_MS: "200000" is not a whole number of milliseconds from 0 to 120000; write e.g. "6000".');
     expect(problems({ CLOUDFLARE_ZONE_ID: zone })).toEqual(["CLOUDFLARE_API_TOKEN: is needed too: purge on change takes both CLOUDFLARE_ZONE_ID and CLOUDFLARE_API_TOKEN (or neither, for no purging)."]);
     expect(problems({ CLOUDFLARE_ZONE_ID: "example.com", CLOUDFLARE_API_TOKEN: "t" })[0]).toMatch(/^CLOUDFLARE_ZONE_ID: "example.com" is not a zone id/);
     expect(problems({ CLOUDFLARE_PURGE_PLAN: "gold" })[0]).toBe('CLOUDFLARE_PURGE_PLAN: "gold" is not one of "free", "pro", "business", "enterprise".');

@@ -79,9 +79,19 @@ async function setup(options: Setup = {}) {
   const api = options.wrapApi?.(real) ?? real;
   const bucket = new TokenBucket({ ...(options.purgerPlan ?? PURGE_PLANS[options.plan ?? "pro"]), now: () => timers.now() });
   const lines: string[] = [];
-  const purger = new Purger({ source, api, bucket, timers, log: (line) => void lines.push(line), random: () => 0.5, ...options.purger });
+  // Repeats are off unless a test turns them on: the others count calls, and a repeat owed would hold stop() back.
+  const purger = new Purger({ source, api, bucket, timers, log: (line) => void lines.push(line), random: () => 0.5, repeatAfterMs: 0, ...options.purger });
+  /** Stops the purger, running virtual time while it sends the repeats it owes. */
+  const stop = async () => {
+    let stopped = false;
+    const stopping = purger.stop().then(() => (stopped = true));
+    while (!stopped) {
+      await purger.whenIdle();
+      if (!timers.runNext()) await stopping;
+    }
+  };
   cleanups.push(async () => {
-    await purger.stop();
+    await stop();
     await standIn.close();
   });
   /** Advances virtual time, one parked timer at a time, until `done()` holds. */
@@ -95,7 +105,7 @@ async function setup(options: Setup = {}) {
   };
   const tagCalls = () => standIn.calls.filter((c) => (c.body as { tags?: unknown } | undefined)?.tags !== undefined);
   return {
-    timers, source, applied, standIn, purger, lines, runUntil, tagCalls,
+    timers, source, applied, standIn, purger, lines, runUntil, tagCalls, stop,
     /** Runs inside the stand-in after each accepted purge, before it answers. */
     set onPurge(fn: (tags: string[]) => void) {
       hooks.onPurge = fn;
@@ -355,5 +365,148 @@ describe("Purger", () => {
     expect(busy.source.pending.size).toBe(1); // not purged: left for the next leader
     busy.purger.wake(); // a stopped purger ignores wakes
     expect(busy.timers.pending).toBe(0);
+  });
+});
+
+describe("Purger: each purge once more, for fills in flight", () => {
+  const REPEAT = 6_000;
+  /** Advances virtual time until `at`, letting the loop run every round that falls due on the way. */
+  const until = (t: Awaited<ReturnType<typeof setup>>, at: number) => t.runUntil(() => t.timers.now() >= at || (t.timers.nextAt() ?? Infinity) > at);
+
+  it("sends each accepted purge's tags again repeatAfterMs after it, once", async () => {
+    const t = await setup({ purger: { repeatAfterMs: REPEAT } });
+    t.source.add("a", "b");
+    t.purger.start();
+    await t.runUntil(() => t.applied.length === 2);
+    const [first, repeat] = t.tagCalls();
+    expect(t.applied).toEqual([["item:a", "item:b"], ["item:a", "item:b"]]);
+    expect(repeat!.at - first!.at).toBe(REPEAT);
+    await until(t, repeat!.at + 5 * REPEAT);
+    expect(t.applied).toHaveLength(2);
+    expect(t.purger.stats()).toMatchObject({ state: "ok", calls: 2, purgedTags: 4, repeatedTags: 2, pending: 0 });
+  });
+
+  it("a due repeat rides in the spare tags of the next call; a tag purged again is owed from its latest purge", async () => {
+    const t = await setup({ purger: { repeatAfterMs: REPEAT } });
+    t.source.add("a", "b");
+    t.purger.start();
+    await t.runUntil(() => t.applied.length === 1);
+    const firstAt = t.tagCalls()[0]!.at;
+    await until(t, firstAt + REPEAT - 50);
+    await t.purger.whenIdle();
+    t.timers.advanceTo(firstAt + REPEAT - 50);
+    t.source.add("c", "b");
+    t.purger.wake(); // the window closes 50 ms after a and b fall due
+    await t.runUntil(() => t.applied.length === 2);
+    expect(t.applied[1]).toEqual(["item:c", "item:b", "item:a"]); // b's own first purge covers its repeat
+    const secondAt = t.tagCalls()[1]!.at;
+    await t.runUntil(() => t.applied.length === 3);
+    expect(t.applied[2]).toEqual(["item:c", "item:b"]);
+    expect(t.tagCalls()[2]!.at).toBe(secondAt + REPEAT);
+    expect(t.purger.stats()).toMatchObject({ calls: 3, repeatedTags: 4 });
+  });
+
+  it("a repeat waits for first purges, which decide staleness, but no longer than another repeatAfterMs; a late first purge owes none", async () => {
+    // One call every 10 s: the bucket, not the loop, sets the pace.
+    const t = await setup({ purgerPlan: { rate: 0.1, burst: 1 }, purger: { repeatAfterMs: REPEAT } });
+    t.source.add(...ids(90));
+    t.purger.start();
+    await t.runUntil(() => t.applied.length === 4);
+    const tags = (from: number, to: number) => ids(90).slice(from, to).map((id) => `item:${id}`);
+    // 10 s: the first call's repeats are due, but 60 first purges wait; 20 s: they are overdue and go first.
+    // The later calls owe nothing: their changes were seen 10 s and more before, so had committed long before.
+    expect(t.applied).toEqual([tags(0, 30), tags(30, 60), tags(0, 30), tags(60, 90)]);
+    await until(t, t.timers.now() + 5 * REPEAT);
+    expect(t.applied).toHaveLength(4);
+    expect(overRate(t.standIn.calls.map((c) => c.at), { rate: 0.1, burst: 1 })).toBeNull();
+  });
+
+  it("a wide purge is repeated too, and its repeat covers the tag repeats owed before it", async () => {
+    const t = await setup({ plan: "free", purger: { repeatAfterMs: REPEAT } });
+    t.source.add("a");
+    t.purger.start();
+    await t.runUntil(() => t.applied.length === 1);
+    t.source.add(...ids(1000)); // over the free plan's bound of 825: one wide purge
+    t.purger.wake();
+    await t.runUntil(() => t.applied.length === 3);
+    expect(t.applied).toEqual([["item:a"], [ALL_ITEMS_TAG], [ALL_ITEMS_TAG]]);
+    expect(t.tagCalls()[2]!.at - t.tagCalls()[1]!.at).toBe(REPEAT);
+    await until(t, t.tagCalls()[2]!.at + 3 * REPEAT);
+    expect(t.applied).toHaveLength(3);
+  });
+
+  it("more tags owed than the backlog bound become one wide repeat", async () => {
+    const t = await setup({ purger: { repeatAfterMs: REPEAT, backlogBound: 50 } });
+    t.source.add(...ids(40));
+    t.purger.start();
+    await t.runUntil(() => t.applied.length === 2);
+    t.source.add(...ids(20, "more"));
+    t.purger.wake();
+    await t.runUntil(() => t.applied.length === 4);
+    expect(t.applied.map((tags) => (tags[0] === ALL_ITEMS_TAG ? tags : tags.length))).toEqual([30, 10, 20, [ALL_ITEMS_TAG]]);
+    expect(t.tagCalls()[3]!.at - t.tagCalls()[2]!.at).toBe(REPEAT);
+  });
+
+  it("a failed repeat is retried like any call", async () => {
+    const t = await setup({ purger: { repeatAfterMs: REPEAT } });
+    t.source.add("a");
+    t.purger.start();
+    await t.runUntil(() => t.applied.length === 1);
+    t.standIn.setFault({ kind: "5xx", count: 2, status: 503 });
+    await t.runUntil(() => t.applied.length === 2);
+    expect(t.applied[1]).toEqual(["item:a"]);
+    expect(t.purger.stats()).toMatchObject({ state: "ok", retried: 2, repeatedTags: 1 });
+  });
+
+  it("repeats failing for longer than the failing bound never make the purger fall back to a wide purge", async () => {
+    const t = await setup({ purger: { repeatAfterMs: REPEAT } });
+    t.source.add("a");
+    t.purger.start();
+    await t.runUntil(() => t.applied.length === 1);
+    const firstAt = t.tagCalls()[0]!.at;
+    t.standIn.setFault({ kind: "5xx", count: 9 });
+    await t.runUntil(() => t.purger.stats().retried === 9);
+    await t.purger.whenIdle();
+    expect(t.timers.now() - firstAt).toBeGreaterThan(30_000 + REPEAT);
+    expect(t.purger.stats().state).toBe("retrying");
+    t.source.add("b");
+    t.purger.wake();
+    await t.runUntil(() => t.applied.length === 3);
+    expect(t.applied.slice(1)).toEqual([["item:a"], ["item:b"]]); // the overdue repeat first, then b by tag
+    expect(t.purger.stats()).toMatchObject({ state: "ok", fallbacks: 0 });
+  });
+
+  it("stop() sends the repeats still owed as they fall due, then leaves no timer behind", async () => {
+    const t = await setup({ purger: { repeatAfterMs: REPEAT } });
+    t.source.add("a");
+    t.purger.start();
+    await t.runUntil(() => t.applied.length === 1);
+    await t.stop();
+    expect(t.applied).toEqual([["item:a"], ["item:a"]]);
+    expect(t.tagCalls()[1]!.at - t.tagCalls()[0]!.at).toBe(REPEAT);
+    expect(t.timers.pending).toBe(0);
+  });
+
+  it("stop() past stopDrainMs sends what is still owed at once, and says so", async () => {
+    const t = await setup({ purger: { repeatAfterMs: REPEAT, stopDrainMs: 2_000 } });
+    t.source.add("a");
+    t.purger.start();
+    await t.runUntil(() => t.applied.length === 1);
+    const stopAt = t.timers.now();
+    await t.stop();
+    expect(t.applied).toEqual([["item:a"], ["item:a"]]);
+    expect(t.tagCalls()[1]!.at).toBe(stopAt + 2_000);
+    expect(t.lines).toContain("purge: stopping: sending 1 repeated tags before they are due (the leader that follows does not know them)");
+    expect(t.timers.pending).toBe(0);
+  });
+
+  it("repeatAfterMs 0 repeats nothing", async () => {
+    const t = await setup({ purger: { repeatAfterMs: 0 } });
+    t.source.add("a");
+    t.purger.start();
+    await t.runUntil(() => t.applied.length === 1);
+    await until(t, t.timers.now() + 5 * REPEAT);
+    expect(t.applied).toEqual([["item:a"]]);
+    expect(t.purger.stats().repeatedTags).toBe(0);
   });
 });

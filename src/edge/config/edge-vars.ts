@@ -4,6 +4,7 @@
 // `npm run gen:docs` writes docs/configuration.md from it.
 
 import { rawValue, type VarDoc } from "../../shared/config/var-table.ts";
+import { DEFAULT_ORIGIN_TIMEOUT_MS } from "../../shared/edge-fill-deadline.ts";
 
 export const EDGE_VARS = [
   {
@@ -13,8 +14,9 @@ export const EDGE_VARS = [
   },
   {
     name: "ORIGIN_TIMEOUT_MS",
-    default: "5000",
-    meaning: "Deadline for the origin's whole answer (body included), in milliseconds; past it the client gets 504.",
+    default: String(DEFAULT_ORIGIN_TIMEOUT_MS),
+    meaning:
+      "Deadline for the origin's whole answer (body included), in milliseconds; past it the client gets 504. With purge on change, the origin's `CLOUDFLARE_PURGE_REPEAT_MS` must be at least this plus 1000.",
   },
   {
     name: "CORS_ALLOW_ORIGINS",

@@ -29,8 +29,11 @@ import { WorkerProbes } from "./worker-probes.ts";
 
 /** How long a scrape or a health check waits for a worker's answer. */
 const PROBE_TIMEOUT_MS = 2000;
-/** Workers finish in-flight requests within their own grace period (10 s); past this they are killed. */
-const STOP_BACKSTOP_MS = 20_000;
+/**
+ * Workers finish in-flight requests within their own grace period (10 s) and the purge leader sends the repeats
+ * it owes (10 s, then 5 s for the call: purge-policy.ts); past this they are killed.
+ */
+const STOP_BACKSTOP_MS = 30_000;
 
 interface Slot {
   readonly number: number;

@@ -6,6 +6,7 @@
 import { availableParallelism } from "node:os";
 import { readBoolean, readBytes, readChoice, readSeconds, readWholeNumber } from "../../shared/config/grammar.ts";
 import type { VarDoc } from "../../shared/config/var-table.ts";
+import { DEFAULT_PURGE_REPEAT_MS } from "../../shared/edge-fill-deadline.ts";
 import { DEFAULT_DATABASE_URL, parseDatabaseUrl, type DatabaseSpec } from "./database-url.ts";
 import { optionalName, PURGE_PLAN_NAMES, readHttpUrl, readPort, readRate, readToken, readZoneId, type ReadContext } from "./origin-var-readers.ts";
 
@@ -137,6 +138,15 @@ export const ORIGIN_VARS = {
   CLOUDFLARE_PURGE_BURST: v(
     { name: "CLOUDFLARE_PURGE_BURST", default: "", meaning: "Purge on change: purge calls that may go out at once, instead of the plan's." },
     (raw, c) => (raw.trim() === "" ? undefined : readWholeNumber("CLOUDFLARE_PURGE_BURST", raw, { min: 1, max: 10_000, unit: "calls", example: "25" }, c.problems)),
+  ),
+  CLOUDFLARE_PURGE_REPEAT_MS: v(
+    {
+      name: "CLOUDFLARE_PURGE_REPEAT_MS",
+      default: String(DEFAULT_PURGE_REPEAT_MS),
+      meaning:
+        "Purge on change: every accepted purge is sent once more this many milliseconds later, for an edge fill that read the item before the write and was stored after the first purge (docs/purge.md). At least the Worker's `ORIGIN_TIMEOUT_MS` plus 1000; `0`: never repeated.",
+    },
+    (raw, c) => readWholeNumber("CLOUDFLARE_PURGE_REPEAT_MS", raw, { min: 0, max: 120_000, unit: "milliseconds", example: String(DEFAULT_PURGE_REPEAT_MS) }, c.problems),
   ),
   ORIGIN_TOKEN: v(
     {

@@ -58,6 +58,8 @@ export interface PurgeConfig {
   /** Calls per second and bucket size: the plan's unless overridden. */
   rate: number;
   burst: number;
+  /** Each accepted purge is sent again this long after it; 0 = never. */
+  repeatAfterMs: number;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -172,6 +174,7 @@ export function parseOriginConfig(env: Env, argv: readonly string[] = [], cwd = 
             plan: v.CLOUDFLARE_PURGE_PLAN,
             rate: v.CLOUDFLARE_PURGE_RATE ?? PURGE_PLANS[v.CLOUDFLARE_PURGE_PLAN].rate,
             burst: v.CLOUDFLARE_PURGE_BURST ?? PURGE_PLANS[v.CLOUDFLARE_PURGE_PLAN].burst,
+            repeatAfterMs: v.CLOUDFLARE_PURGE_REPEAT_MS,
           },
     seedItems,
     processes: v.ORIGIN_PROCESSES,

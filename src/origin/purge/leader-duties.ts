@@ -46,7 +46,7 @@ export async function startLeaderDuties(options: LeaderDutiesOptions): Promise<L
   if (options.purge !== undefined) {
     const { config, source } = options.purge;
     const api = new CloudflarePurgeApi({ base: config.apiBase, zoneId: config.zoneId, token: config.token, timeoutMs: PURGE_CALL_TIMEOUT_MS });
-    purger = new Purger({ source, api, bucket: new TokenBucket({ rate: config.rate, burst: config.burst }), log });
+    purger = new Purger({ source, api, bucket: new TokenBucket({ rate: config.rate, burst: config.burst }), repeatAfterMs: config.repeatAfterMs, log });
     const verified = await purger.verify();
     if (verified.kind === "refused") {
       throw new ConfigError([{ variable: "CLOUDFLARE_API_TOKEN", message: `Cloudflare refused a purge for zone ${config.zoneId}: ${verified.detail}` }]);

@@ -19,8 +19,19 @@
 // ALL_ITEMS_TAG is sent instead: it bounds staleness at about 30 s where tag purges could not, and costs one call
 // (and a refill of the edge cache from the origin). Changes are counted, not distinct ids, so a hot id makes the
 // bound trip early: the safe side.
+//
+// Repeats: an accepted purge is sent once more `repeatAfterMs` later (6 s by default), because an edge fill
+// that read the item before the write can be stored after the first purge; the Worker's deadline bounds how
+// late (src/shared/edge-fill-deadline.ts), so a tag whose changes were all first seen at least `repeatAfterMs`
+// before its purge was sent needs no repeat (each committed before it was seen): a purger working through a
+// backlog repeats nothing, and spends its calls on first purges. A repeat that falls due takes the spare tags of the next call, or a
+// call of its own when nothing is pending; it waits for first purges (which decide staleness) unless it is
+// overdue by another `repeatAfterMs`. Repeats owed for more distinct tags than the backlog bound become one
+// wide repeat. A leader that stops sends what it owes as each falls due, for at most `stopDrainMs`, and the rest
+// at once (an early repeat still covers every fill stored before it).
 
 import { ALL_ITEMS_TAG, itemTag } from "../../shared/cache-tag.ts";
+import { DEFAULT_PURGE_REPEAT_MS } from "../../shared/edge-fill-deadline.ts";
 import { isItemId } from "../../shared/item-id.ts";
 import { MAX_TAGS_PER_CALL } from "./cloudflare-purge-api.ts";
 import type { PendingChange } from "./purge-source.ts";
@@ -40,6 +51,10 @@ export interface PurgerTuning {
   failingBoundMs: number;
   /** How long stop() waits for a call in flight before cancelling it. */
   stopTimeoutMs: number;
+  /** Each accepted purge is sent again this long after it was sent; 0 = never. */
+  repeatAfterMs: number;
+  /** How long stop() waits for repeats still owed to fall due. */
+  stopDrainMs: number;
 }
 
 export const PURGER_DEFAULTS: Readonly<PurgerTuning> = Object.freeze({
@@ -51,6 +66,8 @@ export const PURGER_DEFAULTS: Readonly<PurgerTuning> = Object.freeze({
   refusedRetryMs: 60_000,
   failingBoundMs: 30_000,
   stopTimeoutMs: 5_000,
+  repeatAfterMs: DEFAULT_PURGE_REPEAT_MS,
+  stopDrainMs: 10_000,
 });
 
 /** Changes the plan can purge by tag in `catchUpMs` with a full bucket: beyond it, one wide purge is better. */
@@ -70,10 +87,10 @@ export function backoffMs(failures: number, tuning: Pick<PurgerTuning, "backoffB
  * do ("Case is not sensitive", https://developers.cloudflare.com/cache/how-to/purge-cache/purge-by-tags/): ids
  * `A` and `a` share one purge. A change to an id that is not an item id (a user's table may hold any text)
  * is covered without a tag: no request can name it, so the edge holds nothing under it, and its tag might be
- * one Cloudflare refuses, which would hold back every purge behind it.
+ * one Cloudflare refuses, which would hold back every purge behind it. `keysByTag[i]`: the changes `tags[i]` covers.
  */
-export function batchOf(changes: readonly PendingChange[]): { tags: string[]; keys: string[]; more: boolean } {
-  const tags = new Map<string, string>();
+export function batchOf(changes: readonly PendingChange[]): { tags: string[]; keys: string[]; keysByTag: string[][]; more: boolean } {
+  const tags = new Map<string, { tag: string; keys: string[] }>();
   const keys: string[] = [];
   let more = false;
   for (const change of changes) {
@@ -82,15 +99,19 @@ export function batchOf(changes: readonly PendingChange[]): { tags: string[]; ke
       continue;
     }
     const folded = change.id.toLowerCase();
-    if (!tags.has(folded)) {
+    let entry = tags.get(folded);
+    if (entry === undefined) {
       if (tags.size === MAX_TAGS_PER_CALL) {
         more = true;
         continue;
       }
       // "" is a change to every item (a TRUNCATE of the items table): only the all-items tag covers it.
-      tags.set(folded, change.id === "" ? ALL_ITEMS_TAG : itemTag(change.id));
+      entry = { tag: change.id === "" ? ALL_ITEMS_TAG : itemTag(change.id), keys: [] };
+      tags.set(folded, entry);
     }
+    entry.keys.push(change.key);
     keys.push(change.key);
   }
-  return { tags: [...tags.values()], keys, more };
+  const entries = [...tags.values()];
+  return { tags: entries.map((e) => e.tag), keys, keysByTag: entries.map((e) => e.keys), more };
 }

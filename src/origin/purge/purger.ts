@@ -14,10 +14,15 @@
 // after the cut go by tag as before. At most one take is held in memory, the rest stays durable in the store,
 // so nothing is dropped. A failing wide purge is retried like any call (state `fallback`, or `refused` with the
 // fix) until accepted. The log gets a line per state change, on entering the fallback and for verify(), never per call.
-// The loop and its states stay in one file (a few lines over 300): every transition reads against the others.
+//
+// Repeating: each accepted call's tags are owed once more `repeatAfterMs` after it was sent, for an edge fill
+// that was stored after it (purge-policy.ts). Owed tags live in memory only: a leader that stops sends them
+// before it goes (up to `stopDrainMs`); one that crashes takes them along (docs/limits.md).
+// The loop and its states stay in one file (about 400 lines): every transition reads against the others.
 
 import { ALL_ITEMS_TAG } from "../../shared/cache-tag.ts";
-import { type PurgeApi, type PurgeOutcome, VERIFY_TAG } from "./cloudflare-purge-api.ts";
+import { MAX_TAGS_PER_CALL, type PurgeApi, type PurgeOutcome, VERIFY_TAG } from "./cloudflare-purge-api.ts";
+import { OwedRepeats } from "./owed-repeats.ts";
 import { backlogBoundFor, backoffMs, batchOf, PURGER_DEFAULTS, type PurgerTuning } from "./purge-policy.ts";
 import type { PurgeSource } from "./purge-source.ts";
 import type { TokenBucket } from "./token-bucket.ts";
@@ -31,6 +36,8 @@ export interface PurgerStats {
   pending: number; // changes pending at the last look
   calls: number; // calls sent (tag, wide and verify), whatever came of them
   purgedTags: number; // tags in accepted calls
+  repeatedTags: number; // of those, tags sent again after repeatAfterMs (the repeat of an earlier accepted call)
+  repeatsOwed: number; // tags whose repeat is still to be sent
   retried: number; // calls that failed retryably (429, 5xx, timeout, network, malformed answer), to be retried
   refused: number; // calls Cloudflare refused (401, 403, other 4xx)
   fallbacks: number; // wide purges of ALL_ITEMS_TAG accepted
@@ -57,10 +64,16 @@ export class Purger {
   readonly #log: (line: string) => void;
   readonly #random: () => number;
   readonly #o: PurgerTuning & { backlogBound: number };
-  readonly #stats: PurgerStats = { state: "ok", pending: 0, calls: 0, purgedTags: 0, retried: 0, refused: 0, fallbacks: 0, dropped: 0, lastError: null };
+  readonly #stats: PurgerStats = { state: "ok", pending: 0, calls: 0, purgedTags: 0, repeatedTags: 0, repeatsOwed: 0, retried: 0, refused: 0, fallbacks: 0, dropped: 0, lastError: null };
 
   #loop: Promise<void> | null = null;
+  #ended = false; // the loop returned (stop() may not have seen it yet)
   #stopping = false;
+  #abandoned = false; // stop()'s bound passed: leave the repeats still owed
+  #stopAt = 0;
+  readonly #repeats: OwedRepeats;
+  /** When this purger first saw each change of the last take (its commit came before). */
+  #seen = new Map<string, number>();
   #wakeAt: number | null = null; // end of the window opened by the first wake since the last round
   #runAt = 0; // next round: now, after a poll interval, or after a failure
   #holdUntil = 0; // no round before this (backoff, empty bucket); a wake does not shorten it
@@ -68,7 +81,8 @@ export class Purger {
   #idleWaiters: (() => void)[] = [];
   #inFlight: AbortController | null = null;
   #failures = 0;
-  #failingSince: number | null = null;
+  #failingSince: number | null = null; // first purges failing: the fallback's clock
+  #repeatFailing = false; // only repeats failing: retried, but no reason for a wide purge
   #refusedLast = false; // the last call was refused: state `refused` until one is accepted
   #fallback: string | null = null; // why, while a wide purge is due
 
@@ -82,12 +96,16 @@ export class Purger {
     const tuning = { ...PURGER_DEFAULTS };
     for (const key of Object.keys(tuning) as (keyof PurgerTuning)[]) tuning[key] = options[key] ?? tuning[key];
     this.#o = { ...tuning, backlogBound: options.backlogBound ?? backlogBoundFor(options.bucket) };
+    this.#repeats = new OwedRepeats(this.#o.backlogBound);
   }
 
   /** Starts the loop; its first round runs at once, so changes left pending by a previous leader go first. */
   start(): void {
     if (this.#loop !== null) return;
     this.#stopping = false;
+    this.#ended = false;
+    this.#abandoned = false;
+    this.#seen.clear(); // changes taken before a pause count as seen now: the safe side
     this.#runAt = this.#timers.now();
     this.#loop = this.#run();
   }
@@ -99,31 +117,41 @@ export class Purger {
     this.#interrupt();
   }
 
-  /** Stops the loop: waits for a call in flight up to `stopTimeoutMs`, then cancels it. No timer survives. */
+  /**
+   * Stops the loop: sends the repeats still owed (each when due, for at most `stopDrainMs`, then the rest at
+   * once), waiting for a call in flight up to `stopTimeoutMs` beyond that, then cancels it. No timer survives.
+   */
   async stop(): Promise<void> {
     const loop = this.#loop;
     if (loop === null) return;
     this.#stopping = true;
+    this.#stopAt = this.#timers.now();
     this.#interrupt();
+    // A round in flight may still owe repeats when it ends: the drain's time is allowed whenever repeats are on.
+    const drainMs = this.#o.repeatAfterMs === 0 ? 0 : this.#o.stopDrainMs;
     let bound: TimerHandle | undefined;
     const finished = await Promise.race([
       loop.then(() => true),
-      new Promise<boolean>((resolve) => (bound = this.#timers.setTimeout(() => resolve(false), this.#o.stopTimeoutMs))),
+      new Promise<boolean>((resolve) => (bound = this.#timers.setTimeout(() => resolve(false), drainMs + this.#o.stopTimeoutMs))),
     ]);
     if (bound !== undefined) this.#timers.clearTimeout(bound);
-    if (!finished) this.#inFlight?.abort();
+    if (!finished) {
+      this.#abandoned = true;
+      this.#interrupt();
+      this.#inFlight?.abort();
+    }
     await loop;
     this.#loop = null;
   }
 
   /** Resolves once the loop is parked on a timer with nothing in flight (or not running): for tests and tools. */
   whenIdle(): Promise<void> {
-    if (this.#loop === null || this.#sleep !== null) return Promise.resolve();
+    if (this.#loop === null || this.#sleep !== null || this.#ended) return Promise.resolve();
     return new Promise((resolve) => this.#idleWaiters.push(resolve));
   }
 
   stats(): PurgerStats {
-    return { ...this.#stats };
+    return { ...this.#stats, repeatsOwed: this.#repeats.size };
   }
 
   /** The start-up check (see CloudflarePurgeApi.verify), paced by the same bucket; logs what it found. */
@@ -144,7 +172,7 @@ export class Purger {
 
   async #run(): Promise<void> {
     while (!this.#stopping) {
-      const at = Math.max(Math.min(this.#runAt, this.#wakeAt ?? Infinity), this.#holdUntil);
+      const at = Math.max(Math.min(this.#runAt, this.#wakeAt ?? Infinity, this.#repeats.firstDue()), this.#holdUntil);
       const now = this.#timers.now();
       if (at > now) {
         await this.#park(at - now);
@@ -155,7 +183,27 @@ export class Purger {
       await this.#round();
       if (this.#runAt === Infinity) this.#runAt = this.#timers.now() + this.#o.pollMs;
     }
+    await this.#drain();
+    this.#ended = true;
     for (const resolve of this.#idleWaiters.splice(0)) resolve();
+  }
+
+  /** Stopping: no one else knows the repeats this leader owes, so it sends them before it goes. */
+  async #drain(): Promise<void> {
+    const sendAllAt = this.#stopAt + this.#o.stopDrainMs;
+    while (this.#repeats.size > 0 && !this.#abandoned) {
+      const now = this.#timers.now();
+      const at = Math.max(Math.min(this.#repeats.firstDue(), sendAllAt), this.#holdUntil);
+      if (at > now) {
+        await this.#park(at - now);
+        continue;
+      }
+      if (now >= sendAllAt && this.#repeats.firstDue() > now) {
+        this.#log(`purge: stopping: sending ${this.#repeats.size} repeated tags before they are due (the leader that follows does not know them)`);
+        this.#repeats.dueAll(now);
+      }
+      await this.#repeatRound(now);
+    }
   }
 
   async #round(): Promise<void> {
@@ -165,11 +213,20 @@ export class Purger {
       const changes = await this.#source.take(takeLimit);
       const pending = changes.length < takeLimit ? changes.length : await this.#source.backlog(backlogBound + 1);
       this.#stats.pending = pending;
-      if (changes.length === 0) return this.#settled();
       const now = this.#timers.now();
+      const seen = new Map<string, number>();
+      for (const change of changes) seen.set(change.key, this.#seen.get(change.key) ?? now);
+      this.#seen = seen;
+      if (changes.length === 0) return this.#repeats.firstDue() <= now ? await this.#repeatRound(now) : this.#settled();
       if (pending > backlogBound) return this.#enterFallback(`more than ${backlogBound} changes pending (the bound)`);
       if (this.#failingSince !== null && now - this.#failingSince > failingBoundMs) {
         return this.#enterFallback(`purges have failed for ${Math.round((now - this.#failingSince) / 1000)} s (bound ${failingBoundMs / 1000} s)`);
+      }
+      // A repeat waits for first purges, which decide staleness, but not for ever.
+      if (this.#repeats.firstDue() <= now - this.#o.repeatAfterMs) {
+        await this.#repeatRound(now);
+        this.#runAt = this.#timers.now();
+        return;
       }
       const batch = batchOf(changes);
       if (batch.tags.length === 0) {
@@ -179,11 +236,18 @@ export class Purger {
         this.#runAt = this.#timers.now();
         return;
       }
+      const repeats = this.#repeats.dueBy(now, MAX_TAGS_PER_CALL - batch.tags.length, batch.tags);
       if (!this.#takeToken()) return;
-      const outcome = await this.#call((signal) => this.#api.purgeTags(batch.tags, signal));
+      const sentAt = this.#timers.now();
+      const outcome = await this.#call((signal) => this.#api.purgeTags([...batch.tags, ...repeats.send], signal));
       if (outcome.kind !== "accepted") return this.#noteFailure(outcome);
+      this.#stats.repeatedTags += this.#repeats.repaid(repeats);
+      this.#owe(
+        batch.tags.filter((_, i) => batch.keysByTag[i]!.some((key) => sentAt - this.#seen.get(key)! < this.#o.repeatAfterMs)),
+        sentAt,
+      );
       await this.#source.markPurged(batch.keys);
-      this.#stats.purgedTags += batch.tags.length;
+      this.#stats.purgedTags += batch.tags.length + repeats.send.length;
       this.#stats.pending = Math.max(0, pending - batch.keys.length);
       this.#succeeded(`purging by tag again (${this.#stats.pending} changes pending)`);
       if (batch.more || changes.length >= takeLimit) this.#runAt = this.#timers.now();
@@ -200,8 +264,10 @@ export class Purger {
       return this.#succeeded("nothing left pending; purging by tag again");
     }
     if (!this.#takeToken()) return;
+    const sentAt = this.#timers.now();
     const outcome = await this.#call((signal) => this.#api.purgeTags([ALL_ITEMS_TAG], signal));
     if (outcome.kind !== "accepted") return this.#noteFailure(outcome);
+    this.#owe([ALL_ITEMS_TAG], sentAt);
     await this.#source.markCut(cut);
     this.#stats.fallbacks++;
     this.#stats.purgedTags++;
@@ -209,6 +275,23 @@ export class Purger {
     this.#fallback = null;
     this.#succeeded(`one purge of tag "${ALL_ITEMS_TAG}" covered ${cut.count} pending changes; purging by tag again`);
     this.#runAt = this.#timers.now();
+  }
+
+  /** One call of repeats only: those due at `now`, up to a call's worth. */
+  async #repeatRound(now: number): Promise<void> {
+    const repeats = this.#repeats.dueBy(now, MAX_TAGS_PER_CALL);
+    if (!this.#takeToken()) return;
+    const outcome = await this.#call((signal) => this.#api.purgeTags(repeats.send, signal));
+    if (outcome.kind !== "accepted") return this.#noteFailure(outcome, false, true);
+    this.#stats.repeatedTags += this.#repeats.repaid(repeats);
+    this.#stats.purgedTags += repeats.send.length;
+    this.#succeeded("purging by tag again");
+    if (this.#repeats.firstDue() <= this.#timers.now()) this.#runAt = this.#timers.now();
+  }
+
+  /** An accepted call sent at `sentAt` purged `tags`: each is owed once more, `repeatAfterMs` later. */
+  #owe(tags: readonly string[], sentAt: number): void {
+    if (this.#o.repeatAfterMs > 0) this.#repeats.owe(tags, sentAt + this.#o.repeatAfterMs);
   }
 
   /** Takes a bucket token, or holds the loop until one is due and returns false. */
@@ -232,10 +315,12 @@ export class Purger {
     }
   }
 
-  #noteFailure(outcome: Exclude<PurgeOutcome, { kind: "accepted" }>, quiet = false): void {
+  /** `repeatOnly`: a call of repeats alone failed, which leaves staleness to first purges where it was. */
+  #noteFailure(outcome: Exclude<PurgeOutcome, { kind: "accepted" }>, quiet = false, repeatOnly = false): void {
     const now = this.#timers.now();
     this.#stats.lastError = outcome.detail;
-    this.#failingSince ??= now;
+    if (repeatOnly) this.#repeatFailing = true;
+    else this.#failingSince ??= now;
     this.#failures++;
     this.#refusedLast = outcome.kind === "refused";
     let delay: number;
@@ -257,6 +342,7 @@ export class Purger {
   #succeeded(okLine: string): void {
     this.#failures = 0;
     this.#failingSince = null;
+    this.#repeatFailing = false;
     this.#refusedLast = false;
     this.#report(okLine);
   }
@@ -278,7 +364,7 @@ export class Purger {
 
   /** Sets the state from what is known and logs one line when it changed (unless `quiet`: already said). */
   #report(okLine = "purging by tag again", quiet = false): void {
-    const state: PurgerState = this.#refusedLast ? "refused" : this.#fallback !== null ? "fallback" : this.#failingSince !== null ? "retrying" : "ok";
+    const state: PurgerState = this.#refusedLast ? "refused" : this.#fallback !== null ? "fallback" : this.#failingSince !== null || this.#repeatFailing ? "retrying" : "ok";
     if (this.#stopping || this.#stats.state === state) return;
     this.#stats.state = state;
     if (quiet) return;

@@ -1,0 +1,71 @@
+// The tags a purge leader owes a second purge (purge-policy.ts says why), each with when it falls due. Kept in
+// due order: every call owes its tags `repeatAfterMs` after it was sent, and calls go out one after another, so
+// a tag owed again moves to the end. In memory only: a leader that stops sends them first (purger.ts).
+
+import { ALL_ITEMS_TAG } from "../../shared/cache-tag.ts";
+
+/** Due tags to send in one call, and due tags that call already purges (it covers their repeat). */
+export interface DueRepeats {
+  send: string[];
+  covered: string[];
+}
+
+export class OwedRepeats {
+  readonly #due = new Map<string, number>();
+  /** More distinct tags than this become one repeat of ALL_ITEMS_TAG. */
+  readonly #bound: number;
+
+  constructor(bound: number) {
+    this.#bound = bound;
+  }
+
+  get size(): number {
+    return this.#due.size;
+  }
+
+  /** When the first owed repeat falls due; Infinity when none is owed. */
+  firstDue(): number {
+    for (const due of this.#due.values()) return due;
+    return Infinity;
+  }
+
+  /** `tags` are owed a repeat at `due` (no earlier than any owed before). */
+  owe(tags: readonly string[], due: number): void {
+    if (tags.length === 0) return;
+    // A wide repeat due now or later covers every repeat due before it; past the bound one is cheaper.
+    if (tags.includes(ALL_ITEMS_TAG) || this.#due.size + tags.length > this.#bound) {
+      this.#due.clear();
+      this.#due.set(ALL_ITEMS_TAG, due);
+      return;
+    }
+    for (const tag of tags) {
+      this.#due.delete(tag);
+      this.#due.set(tag, due);
+    }
+  }
+
+  /** Owed tags due by `now`, up to `room` to send; those among `sending` are covered by that call already. */
+  dueBy(now: number, room: number, sending: readonly string[] = []): DueRepeats {
+    const send: string[] = [];
+    const covered: string[] = [];
+    for (const [tag, due] of this.#due) {
+      if (due > now) break;
+      if (sending.includes(tag)) covered.push(tag);
+      else if (send.length < room) send.push(tag);
+      else break;
+    }
+    return { send, covered };
+  }
+
+  /** A call carrying them was accepted; returns how many repeats that was. */
+  repaid(repeats: DueRepeats): number {
+    for (const tag of repeats.send) this.#due.delete(tag);
+    for (const tag of repeats.covered) this.#due.delete(tag);
+    return repeats.send.length + repeats.covered.length;
+  }
+
+  /** Everything owed falls due at `now` (a stopping leader that cannot wait longer). */
+  dueAll(now: number): void {
+    for (const tag of this.#due.keys()) this.#due.set(tag, now);
+  }
+}

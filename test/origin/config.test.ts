@@ -200,6 +200,12 @@ describe("origin configuration", () => {
     });
     expect(parse({ CLOUDFLARE_ZONE_ID: zone, CLOUDFLARE_API_TOKEN: "t", CLOUDFLARE_PURGE_PLAN: "pro", CLOUDFLARE_PURGE_RATE: "2.5" }).purge).toMatchObject({ rate: 2.5, burst: 25 });
     expect(parse({ CLOUDFLARE_ZONE_ID: zone, CLOUDFLARE_API_TOKEN: "t", CLOUDFLARE_PURGE_REPEAT_MS: "0" }).purge).toMatchObject({ repeatAfterMs: 0 });
+    // Other processes may serve the old version for up to the feed's bounds after the write: added.
+    const purging = { CLOUDFLARE_ZONE_ID: zone, CLOUDFLARE_API_TOKEN: "t" };
+    expect(parse({ ...purging, ORIGIN_PROCESSES: "2" }).purge).toMatchObject({ repeatAfterMs: 7000 });
+    expect(parse({ ...purging, ORIGIN_PROCESSES: "2", CLOUDFLARE_PURGE_REPEAT_MS: "0" }).purge).toMatchObject({ repeatAfterMs: 0 });
+    expect(parse({ ...purging, DATABASE_URL: "postgres://u@db/items", FEED_STALE_BOUND_MS: "2000" }).purge).toMatchObject({ repeatAfterMs: 8000 });
+    expect(parse({ ...purging, DATABASE_URL: "postgres://u@db/items" }).purge).toMatchObject({ repeatAfterMs: 7000 });
     expect(problems({ CLOUDFLARE_PURGE_REPEAT_MS: "6s" })[0]).toMatch(/^CLOUDFLARE_PURGE_REPEAT_MS: "6s" is not a whole number of milliseconds/);
     expect(problems({ CLOUDFLARE_PURGE_REPEAT_MS: "200000" })[0]).toBe('CLOUDFLARE_PURGE_REPEAT_MS: "200000" is not a whole number of milliseconds from 0 to 120000; write e.g. "6000".');
     expect(problems({ CLOUDFLARE_ZONE_ID: zone })).toEqual(["CLOUDFLARE_API_TOKEN: is needed too: purge on change takes both CLOUDFLARE_ZONE_ID and CLOUDFLARE_API_TOKEN (or neither, for no purging)."]);

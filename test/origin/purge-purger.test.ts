@@ -81,10 +81,10 @@ async function setup(options: Setup = {}) {
   const lines: string[] = [];
   // Repeats are off unless a test turns them on: the others count calls, and a repeat owed would hold stop() back.
   const purger = new Purger({ source, api, bucket, timers, log: (line) => void lines.push(line), random: () => 0.5, repeatAfterMs: 0, ...options.purger });
-  /** Stops the purger, running virtual time while it sends the repeats it owes. */
-  const stop = async () => {
+  /** Stops the purger, running virtual time while it stops (and, with `drain`, sends the repeats it owes). */
+  const stop = async (options: { drain?: boolean } = {}) => {
     let stopped = false;
-    const stopping = purger.stop().then(() => (stopped = true));
+    const stopping = purger.stop(options).then(() => (stopped = true));
     while (!stopped) {
       await purger.whenIdle();
       if (!timers.runNext()) await stopping;
@@ -476,12 +476,83 @@ describe("Purger: each purge once more, for fills in flight", () => {
     expect(t.purger.stats()).toMatchObject({ state: "ok", fallbacks: 0 });
   });
 
-  it("stop() sends the repeats still owed as they fall due, then leaves no timer behind", async () => {
+  it("stop() without drain (the lead moved on) keeps the repeats owed, and sends them if it leads again", async () => {
     const t = await setup({ purger: { repeatAfterMs: REPEAT } });
     t.source.add("a");
     t.purger.start();
     await t.runUntil(() => t.applied.length === 1);
     await t.stop();
+    expect(t.timers.pending).toBe(0);
+    expect(t.purger.stats().repeatsOwed).toBe(1);
+    t.purger.start();
+    await t.runUntil(() => t.applied.length === 2);
+    expect(t.applied[1]).toEqual(["item:a"]);
+    expect(t.tagCalls()[1]!.at - t.tagCalls()[0]!.at).toBe(REPEAT);
+  });
+
+  it("a purger stopped while the store answers sends nothing more: the changes stay pending for the next leader", async () => {
+    const t = await setup({ purger: { repeatAfterMs: REPEAT } });
+    let release = () => {};
+    const take = t.source.take.bind(t.source);
+    t.source.take = async (limit) => {
+      await new Promise<void>((resolve) => (release = resolve));
+      return take(limit);
+    };
+    t.source.add("a");
+    t.purger.start();
+    await Promise.resolve();
+    let stopped = false;
+    const stopping = t.purger.stop().then(() => (stopped = true));
+    t.timers.runNext(); // stop's bound passes with the store still silent
+    release();
+    await stopping;
+    expect(stopped).toBe(true);
+    expect(t.applied).toEqual([]);
+    expect(t.source.pending.size).toBe(1);
+    expect(t.timers.pending).toBe(0);
+  });
+
+  it("ids that differ only in case are owed one repeat, as they share one tag", async () => {
+    const t = await setup({ purger: { repeatAfterMs: REPEAT } });
+    t.source.add("Abc");
+    t.purger.start();
+    await t.runUntil(() => t.applied.length === 1);
+    t.source.add("abc");
+    t.purger.wake();
+    await t.runUntil(() => t.applied.length === 2);
+    expect(t.purger.stats().repeatsOwed).toBe(1);
+    await t.runUntil(() => t.applied.length === 3);
+    await until(t, t.timers.now() + 3 * REPEAT);
+    expect(t.applied).toEqual([["item:Abc"], ["item:abc"], ["item:abc"]]);
+  });
+
+  it("a repeat accepted while first purges keep failing does not reset their clock towards the fallback", async () => {
+    // The API refuses every call that names item:b (some other reason), and takes the rest.
+    const t = await setup({
+      purger: { repeatAfterMs: REPEAT },
+      wrapApi: (api) => ({ ...api, purgeTags: (tags, signal) => (tags.includes("item:b") ? Promise.resolve({ kind: "retryable", detail: "HTTP 500" }) : api.purgeTags(tags, signal)) }),
+    });
+    t.source.add("a");
+    t.purger.start();
+    await t.runUntil(() => t.applied.length === 1);
+    t.source.add("b");
+    t.purger.wake();
+    await t.runUntil(() => t.purger.stats().retried > 0);
+    const failingFrom = t.timers.now();
+    await t.runUntil(() => t.purger.stats().fallbacks === 1);
+    expect(t.applied).toEqual([["item:a"], ["item:a"], [ALL_ITEMS_TAG]]); // a's overdue repeat went alone, then the fallback
+    expect(t.tagCalls()[2]!.at - failingFrom).toBeLessThan(30_000 + 30_000); // the bound plus one capped backoff
+    const fallbackLine = t.lines.findIndex((line) => line.startsWith("purge: FALLBACK: purges have failed"));
+    expect(fallbackLine).toBeGreaterThan(0);
+    expect(t.lines.slice(0, fallbackLine).filter((line) => line.startsWith("purge: ok"))).toEqual([]); // no flapping
+  });
+
+  it("stop() sends the repeats still owed as they fall due, then leaves no timer behind", async () => {
+    const t = await setup({ purger: { repeatAfterMs: REPEAT } });
+    t.source.add("a");
+    t.purger.start();
+    await t.runUntil(() => t.applied.length === 1);
+    await t.stop({ drain: true });
     expect(t.applied).toEqual([["item:a"], ["item:a"]]);
     expect(t.tagCalls()[1]!.at - t.tagCalls()[0]!.at).toBe(REPEAT);
     expect(t.timers.pending).toBe(0);
@@ -493,7 +564,7 @@ describe("Purger: each purge once more, for fills in flight", () => {
     t.purger.start();
     await t.runUntil(() => t.applied.length === 1);
     const stopAt = t.timers.now();
-    await t.stop();
+    await t.stop({ drain: true });
     expect(t.applied).toEqual([["item:a"], ["item:a"]]);
     expect(t.tagCalls()[1]!.at).toBe(stopAt + 2_000);
     expect(t.lines).toContain("purge: stopping: sending 1 repeated tags before they are due (the leader that follows does not know them)");

@@ -144,7 +144,7 @@ export const ORIGIN_VARS = {
       name: "CLOUDFLARE_PURGE_REPEAT_MS",
       default: String(DEFAULT_PURGE_REPEAT_MS),
       meaning:
-        "Purge on change: every accepted purge is sent once more this many milliseconds later, for an edge fill that read the item before the write and was stored after the first purge (docs/purge.md). At least the Worker's `ORIGIN_TIMEOUT_MS` plus 1000; `0`: never repeated.",
+        "Purge on change: every accepted purge is sent once more this many milliseconds later (plus FEED_STALE_BOUND_MS with PostgreSQL or ORIGIN_PROCESSES > 1, where another process may answer with the old version that long), for an edge fill that read the item before the write and was stored after the first purge (docs/purge.md). At least the Worker's `ORIGIN_TIMEOUT_MS` plus 1000; `0`: never repeated.",
     },
     (raw, c) => readWholeNumber("CLOUDFLARE_PURGE_REPEAT_MS", raw, { min: 0, max: 120_000, unit: "milliseconds", example: String(DEFAULT_PURGE_REPEAT_MS) }, c.problems),
   ),

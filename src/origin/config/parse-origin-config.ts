@@ -58,7 +58,10 @@ export interface PurgeConfig {
   /** Calls per second and bucket size: the plan's unless overridden. */
   rate: number;
   burst: number;
-  /** Each accepted purge is sent again this long after it; 0 = never. */
+  /**
+   * Each accepted purge is sent again this long after it; 0 = never. CLOUDFLARE_PURGE_REPEAT_MS (the edge's
+   * side) plus `instanceStalenessBoundMs`: an edge fill may start that much after the write.
+   */
   repeatAfterMs: number;
 }
 
@@ -174,11 +177,22 @@ export function parseOriginConfig(env: Env, argv: readonly string[] = [], cwd = 
             plan: v.CLOUDFLARE_PURGE_PLAN,
             rate: v.CLOUDFLARE_PURGE_RATE ?? PURGE_PLANS[v.CLOUDFLARE_PURGE_PLAN].rate,
             burst: v.CLOUDFLARE_PURGE_BURST ?? PURGE_PLANS[v.CLOUDFLARE_PURGE_PLAN].burst,
-            repeatAfterMs: v.CLOUDFLARE_PURGE_REPEAT_MS,
+            repeatAfterMs: v.CLOUDFLARE_PURGE_REPEAT_MS === 0 ? 0 : v.CLOUDFLARE_PURGE_REPEAT_MS + instanceStalenessBoundMs(v.DATABASE_URL, v.ORIGIN_PROCESSES, v.FEED_STALE_BOUND_MS),
           },
     seedItems,
     processes: v.ORIGIN_PROCESSES,
   };
+}
+
+/**
+ * How long after a commit an origin process other than the writer may still answer with the version before it
+ * (README, freshness): FEED_STALE_BOUND_MS on PostgreSQL (a lost NOTIFY waits for the next poll, which comes
+ * sooner; a feed that cannot read the change log lets entries this old be served) and with SQLite and several
+ * processes (a silent primary is trusted this long). One SQLite process is its own writer: 0. A store that
+ * cannot be read either is not bounded: the origin then serves what it holds.
+ */
+export function instanceStalenessBoundMs(database: DatabaseSpec, processes: number, feedStaleBoundMs: number): number {
+  return database.kind === "postgres" || processes > 1 ? feedStaleBoundMs : 0;
 }
 
 /** Soft problems worth a line at startup but not a refusal. */

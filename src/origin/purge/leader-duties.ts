@@ -72,6 +72,9 @@ export async function startLeaderDuties(options: LeaderDutiesOptions): Promise<L
     },
     purgeStats: () => purger?.stats(),
     async close() {
+      // While it still leads, the purger sends the repeats it owes first: no other instance knows them.
+      await transition;
+      await purger?.stop({ drain: true });
       await leadership.stop();
       await transition;
       await Promise.all([purger?.stop(), pruning?.stop()]);

@@ -1,6 +1,7 @@
 // The tags a purge leader owes a second purge (purge-policy.ts says why), each with when it falls due. Kept in
 // due order: every call owes its tags `repeatAfterMs` after it was sent, and calls go out one after another, so
-// a tag owed again moves to the end. In memory only: a leader that stops sends them first (purger.ts).
+// a tag owed again moves to the end. Tags compare without case, as Cloudflare's do (purge-policy.ts, batchOf).
+// In memory only: a leader that shuts down sends them first (purger.ts).
 
 import { ALL_ITEMS_TAG } from "../../shared/cache-tag.ts";
 
@@ -11,7 +12,8 @@ export interface DueRepeats {
 }
 
 export class OwedRepeats {
-  readonly #due = new Map<string, number>();
+  /** By the tag without case: the tag as it was sent, and when its repeat falls due. */
+  readonly #due = new Map<string, { tag: string; due: number }>();
   /** More distinct tags than this become one repeat of ALL_ITEMS_TAG. */
   readonly #bound: number;
 
@@ -25,7 +27,7 @@ export class OwedRepeats {
 
   /** When the first owed repeat falls due; Infinity when none is owed. */
   firstDue(): number {
-    for (const due of this.#due.values()) return due;
+    for (const owed of this.#due.values()) return owed.due;
     return Infinity;
   }
 
@@ -35,12 +37,13 @@ export class OwedRepeats {
     // A wide repeat due now or later covers every repeat due before it; past the bound one is cheaper.
     if (tags.includes(ALL_ITEMS_TAG) || this.#due.size + tags.length > this.#bound) {
       this.#due.clear();
-      this.#due.set(ALL_ITEMS_TAG, due);
+      this.#due.set(ALL_ITEMS_TAG, { tag: ALL_ITEMS_TAG, due });
       return;
     }
     for (const tag of tags) {
-      this.#due.delete(tag);
-      this.#due.set(tag, due);
+      const folded = tag.toLowerCase();
+      this.#due.delete(folded);
+      this.#due.set(folded, { tag, due });
     }
   }
 
@@ -48,9 +51,10 @@ export class OwedRepeats {
   dueBy(now: number, room: number, sending: readonly string[] = []): DueRepeats {
     const send: string[] = [];
     const covered: string[] = [];
-    for (const [tag, due] of this.#due) {
+    const sent = new Set(sending.map((tag) => tag.toLowerCase()));
+    for (const { tag, due } of this.#due.values()) {
       if (due > now) break;
-      if (sending.includes(tag)) covered.push(tag);
+      if (sent.has(tag.toLowerCase())) covered.push(tag);
       else if (send.length < room) send.push(tag);
       else break;
     }
@@ -59,13 +63,13 @@ export class OwedRepeats {
 
   /** A call carrying them was accepted; returns how many repeats that was. */
   repaid(repeats: DueRepeats): number {
-    for (const tag of repeats.send) this.#due.delete(tag);
-    for (const tag of repeats.covered) this.#due.delete(tag);
+    for (const tag of repeats.send) this.#due.delete(tag.toLowerCase());
+    for (const tag of repeats.covered) this.#due.delete(tag.toLowerCase());
     return repeats.send.length + repeats.covered.length;
   }
 
   /** Everything owed falls due at `now` (a stopping leader that cannot wait longer). */
   dueAll(now: number): void {
-    for (const tag of this.#due.keys()) this.#due.set(tag, now);
+    for (const owed of this.#due.values()) owed.due = now;
   }
 }

@@ -20,15 +20,16 @@
 // (and a refill of the edge cache from the origin). Changes are counted, not distinct ids, so a hot id makes the
 // bound trip early: the safe side.
 //
-// Repeats: an accepted purge is sent once more `repeatAfterMs` later (6 s by default), because an edge fill
-// that read the item before the write can be stored after the first purge; the Worker's deadline bounds how
-// late (src/shared/edge-fill-deadline.ts), so a tag whose changes were all first seen at least `repeatAfterMs`
+// Repeats: an accepted purge is sent once more `repeatAfterMs` later (6-7 s by default), because an edge fill
+// that read the item before the write can be stored after the first purge; the Worker's deadline and how long
+// other origin processes may serve the old version bound how late (src/shared/edge-fill-deadline.ts,
+// instanceStalenessBoundMs), so a tag whose changes were all first seen at least `repeatAfterMs`
 // before its purge was sent needs no repeat (each committed before it was seen): a purger working through a
 // backlog repeats nothing, and spends its calls on first purges. A repeat that falls due takes the spare tags of the next call, or a
 // call of its own when nothing is pending; it waits for first purges (which decide staleness) unless it is
 // overdue by another `repeatAfterMs`. Repeats owed for more distinct tags than the backlog bound become one
-// wide repeat. A leader that stops sends what it owes as each falls due, for at most `stopDrainMs`, and the rest
-// at once (an early repeat still covers every fill stored before it).
+// wide repeat. A leader that shuts down sends what it owes as each falls due, for at most `stopDrainMs`, and the
+// rest at once (an early repeat still covers every fill stored before it).
 
 import { ALL_ITEMS_TAG, itemTag } from "../../shared/cache-tag.ts";
 import { DEFAULT_PURGE_REPEAT_MS } from "../../shared/edge-fill-deadline.ts";

@@ -16,8 +16,9 @@
 // fix) until accepted. The log gets a line per state change, on entering the fallback and for verify(), never per call.
 //
 // Repeating: each accepted call's tags are owed once more `repeatAfterMs` after it was sent, for an edge fill
-// that was stored after it (purge-policy.ts). Owed tags live in memory only: a leader that stops sends them
-// before it goes (up to `stopDrainMs`); one that crashes takes them along (docs/limits.md).
+// that was stored after it (purge-policy.ts). Owed tags live in memory only: a leader that shuts down sends
+// them before it goes (`stop({ drain: true })`, up to `stopDrainMs`); one that loses the lead keeps them for
+// when it leads again; one that crashes takes them along (docs/limits.md).
 // The loop and its states stay in one file (about 400 lines): every transition reads against the others.
 
 import { ALL_ITEMS_TAG } from "../../shared/cache-tag.ts";
@@ -69,6 +70,7 @@ export class Purger {
   #loop: Promise<void> | null = null;
   #ended = false; // the loop returned (stop() may not have seen it yet)
   #stopping = false;
+  #draining = false; // stopping to shut down: send the repeats still owed first
   #abandoned = false; // stop()'s bound passed: leave the repeats still owed
   #stopAt = 0;
   readonly #repeats: OwedRepeats;
@@ -104,6 +106,7 @@ export class Purger {
     if (this.#loop !== null) return;
     this.#stopping = false;
     this.#ended = false;
+    this.#draining = false;
     this.#abandoned = false;
     this.#seen.clear(); // changes taken before a pause count as seen now: the safe side
     this.#runAt = this.#timers.now();
@@ -118,17 +121,20 @@ export class Purger {
   }
 
   /**
-   * Stops the loop: sends the repeats still owed (each when due, for at most `stopDrainMs`, then the rest at
-   * once), waiting for a call in flight up to `stopTimeoutMs` beyond that, then cancels it. No timer survives.
+   * Stops the loop, waiting for a call in flight up to `stopTimeoutMs`, then cancelling it. No timer survives.
+   * `drain` (shutting down): first sends the repeats still owed, each when due, for at most `stopDrainMs`, then
+   * the rest at once. Without it (the lead moved on) they stay owed, sent if this purger starts again: a drain
+   * would hold a quick lose-then-win back for seconds.
    */
-  async stop(): Promise<void> {
+  async stop(options: { drain?: boolean } = {}): Promise<void> {
     const loop = this.#loop;
     if (loop === null) return;
     this.#stopping = true;
+    this.#draining = options.drain === true && this.#o.repeatAfterMs > 0;
     this.#stopAt = this.#timers.now();
     this.#interrupt();
-    // A round in flight may still owe repeats when it ends: the drain's time is allowed whenever repeats are on.
-    const drainMs = this.#o.repeatAfterMs === 0 ? 0 : this.#o.stopDrainMs;
+    // A round in flight may still owe repeats when it ends: the drain's time is allowed whenever it drains.
+    const drainMs = this.#draining ? this.#o.stopDrainMs : 0;
     let bound: TimerHandle | undefined;
     const finished = await Promise.race([
       loop.then(() => true),
@@ -191,7 +197,7 @@ export class Purger {
   /** Stopping: no one else knows the repeats this leader owes, so it sends them before it goes. */
   async #drain(): Promise<void> {
     const sendAllAt = this.#stopAt + this.#o.stopDrainMs;
-    while (this.#repeats.size > 0 && !this.#abandoned) {
+    while (this.#draining && this.#repeats.size > 0 && !this.#abandoned) {
       const now = this.#timers.now();
       const at = Math.max(Math.min(this.#repeats.firstDue(), sendAllAt), this.#holdUntil);
       if (at > now) {
@@ -236,6 +242,8 @@ export class Purger {
         this.#runAt = this.#timers.now();
         return;
       }
+      // Stopping while the store answered: the changes stay pending for whoever leads next.
+      if (this.#stopping) return;
       const repeats = this.#repeats.dueBy(now, MAX_TAGS_PER_CALL - batch.tags.length, batch.tags);
       if (!this.#takeToken()) return;
       const sentAt = this.#timers.now();
@@ -263,7 +271,7 @@ export class Purger {
       this.#fallback = null;
       return this.#succeeded("nothing left pending; purging by tag again");
     }
-    if (!this.#takeToken()) return;
+    if (this.#stopping || !this.#takeToken()) return;
     const sentAt = this.#timers.now();
     const outcome = await this.#call((signal) => this.#api.purgeTags([ALL_ITEMS_TAG], signal));
     if (outcome.kind !== "accepted") return this.#noteFailure(outcome);
@@ -285,7 +293,10 @@ export class Purger {
     if (outcome.kind !== "accepted") return this.#noteFailure(outcome, false, true);
     this.#stats.repeatedTags += this.#repeats.repaid(repeats);
     this.#stats.purgedTags += repeats.send.length;
-    this.#succeeded("purging by tag again");
+    // The API took these; first purges still failing (another reason) keep their clock towards the fallback.
+    this.#repeatFailing = false;
+    if (this.#failingSince === null) this.#succeeded("purging by tag again");
+    else this.#report();
     if (this.#repeats.firstDue() <= this.#timers.now()) this.#runAt = this.#timers.now();
   }
 

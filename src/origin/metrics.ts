@@ -136,7 +136,7 @@ export class OriginMetrics {
     gauge("origin_purge_repeats_owed", "Tags whose second purge (CLOUDFLARE_PURGE_REPEAT_MS after the first) is still to be sent; 0 except on the leader", () => leaderPurge()?.repeatsOwed ?? 0);
     counter("origin_purge_calls_total", "Purge API calls sent (by tag, wide, and the start-up check)", () => purge()?.calls ?? 0);
     counter("origin_purge_tags_total", "Cache tags in purge calls Cloudflare accepted", () => purge()?.purgedTags ?? 0);
-    counter("origin_purge_repeated_tags_total", "Tags in accepted purge calls that were a tag's second purge, CLOUDFLARE_PURGE_REPEAT_MS after its first (for edge fills that landed after the first)", () => purge()?.repeatedTags ?? 0);
+    counter("origin_purge_repeated_tags_total", "Tags in accepted purge calls sent only as a repeat: a tag's second purge, CLOUDFLARE_PURGE_REPEAT_MS after its first (for edge fills that landed after the first)", () => purge()?.repeatedTags ?? 0);
     counter("origin_purge_retries_total", "Purge calls that failed retryably (429, 5xx, timeout, network, malformed answer)", () => purge()?.retried ?? 0);
     counter("origin_purge_refused_total", "Purge calls Cloudflare refused (wrong token or permission)", () => purge()?.refused ?? 0);
     counter("origin_purge_fallbacks_total", "Wide purges of every item sent because tag purges could not keep up or kept failing", () => purge()?.fallbacks ?? 0);

@@ -176,6 +176,12 @@ describe("origin configuration", () => {
     expect(w.join("\n")).toMatch(/not above 900/);
     expect(configWarnings(parse({ HOST: "0.0.0.0" }))[0]).toMatch(/without ORIGIN_TOKEN/);
     expect(configWarnings(parse({}))).toEqual([]);
+    const purging = { CLOUDFLARE_ZONE_ID: "0123456789abcdef0123456789abcdef", CLOUDFLARE_API_TOKEN: "t0k" };
+    expect(configWarnings(parse({ ...purging, CLOUDFLARE_PURGE_REPEAT_MS: "6", ORIGIN_PROCESSES: "2" }))).toEqual([
+      "CLOUDFLARE_PURGE_REPEAT_MS=6 (milliseconds) is below the Worker's default ORIGIN_TIMEOUT_MS plus 1000 (6000): an edge fill slower than 6 ms can land after both purges; use at least the Worker's ORIGIN_TIMEOUT_MS plus 1000",
+    ]);
+    expect(configWarnings(parse({ ...purging }))).toEqual([]);
+    expect(configWarnings(parse({ ...purging, CLOUDFLARE_PURGE_REPEAT_MS: "0" }))).toEqual([]);
   });
 
   it("refuses a CACHE_MAX_BYTES the machine cannot hold, saying how much it can", () => {

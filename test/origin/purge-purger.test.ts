@@ -51,6 +51,8 @@ afterEach(async () => {
 interface Setup {
   plan?: StandInPlan;
   purgerPlan?: PurgeRate;
+  /** Tokens our bucket starts with (default: full). */
+  initialTokens?: number;
   token?: string;
   standIn?: Partial<StandInOptions>;
   purger?: Partial<PurgerOptions>;
@@ -77,7 +79,7 @@ async function setup(options: Setup = {}) {
   });
   const real = new CloudflarePurgeApi({ base: standIn.baseUrl, zoneId: ZONE, token: options.token ?? TOKEN, timeoutMs: options.timeoutMs ?? 2_000, timers });
   const api = options.wrapApi?.(real) ?? real;
-  const bucket = new TokenBucket({ ...(options.purgerPlan ?? PURGE_PLANS[options.plan ?? "pro"]), now: () => timers.now() });
+  const bucket = new TokenBucket({ ...(options.purgerPlan ?? PURGE_PLANS[options.plan ?? "pro"]), now: () => timers.now(), initial: options.initialTokens });
   const lines: string[] = [];
   // Repeats are off unless a test turns them on: the others count calls, and a repeat owed would hold stop() back.
   const purger = new Purger({ source, api, bucket, timers, log: (line) => void lines.push(line), random: () => 0.5, repeatAfterMs: 0, ...options.purger });
@@ -403,7 +405,7 @@ describe("Purger: each purge once more, for fills in flight", () => {
     await t.runUntil(() => t.applied.length === 3);
     expect(t.applied[2]).toEqual(["item:c", "item:b"]);
     expect(t.tagCalls()[2]!.at).toBe(secondAt + REPEAT);
-    expect(t.purger.stats()).toMatchObject({ calls: 3, repeatedTags: 4 });
+    expect(t.purger.stats()).toMatchObject({ calls: 3, repeatedTags: 3 }); // b's first purge covered its repeat: not counted
   });
 
   it("a repeat waits for first purges, which decide staleness, but no longer than another repeatAfterMs; a late first purge owes none", async () => {
@@ -471,8 +473,8 @@ describe("Purger: each purge once more, for fills in flight", () => {
     expect(t.purger.stats().state).toBe("retrying");
     t.source.add("b");
     t.purger.wake();
-    await t.runUntil(() => t.applied.length === 3);
-    expect(t.applied.slice(1)).toEqual([["item:a"], ["item:b"]]); // the overdue repeat first, then b by tag
+    await t.runUntil(() => t.applied.length === 2);
+    expect(t.applied.slice(1)).toEqual([["item:b", "item:a"]]); // b by tag, the overdue repeat in its spare tags
     expect(t.purger.stats()).toMatchObject({ state: "ok", fallbacks: 0 });
   });
 
@@ -527,15 +529,15 @@ describe("Purger: each purge once more, for fills in flight", () => {
   });
 
   it("a repeat accepted while first purges keep failing does not reset their clock towards the fallback", async () => {
-    // The API refuses every call that names item:b (some other reason), and takes the rest.
+    // The API refuses every call that names item:b0 (some other reason), and takes the rest.
     const t = await setup({
       purger: { repeatAfterMs: REPEAT },
-      wrapApi: (api) => ({ ...api, purgeTags: (tags, signal) => (tags.includes("item:b") ? Promise.resolve({ kind: "retryable", detail: "HTTP 500" }) : api.purgeTags(tags, signal)) }),
+      wrapApi: (api) => ({ ...api, purgeTags: (tags, signal) => (tags.includes("item:b0") ? Promise.resolve({ kind: "retryable", detail: "HTTP 500" }) : api.purgeTags(tags, signal)) }),
     });
     t.source.add("a");
     t.purger.start();
     await t.runUntil(() => t.applied.length === 1);
-    t.source.add("b");
+    t.source.add(...ids(30, "b")); // a full call: no spare tag for a's repeat
     t.purger.wake();
     await t.runUntil(() => t.purger.stats().retried > 0);
     const failingFrom = t.timers.now();
@@ -545,6 +547,68 @@ describe("Purger: each purge once more, for fills in flight", () => {
     const fallbackLine = t.lines.findIndex((line) => line.startsWith("purge: FALLBACK: purges have failed"));
     expect(fallbackLine).toBeGreaterThan(0);
     expect(t.lines.slice(0, fallbackLine).filter((line) => line.startsWith("purge: ok"))).toEqual([]); // no flapping
+  });
+
+  it("on Free, a repeat takes a call of its own only with half the bucket left: below, it rides in the next write's call", async () => {
+    const t = await setup({ plan: "free", initialTokens: 5, purger: { repeatAfterMs: REPEAT } });
+    t.source.add("a");
+    t.purger.start();
+    await t.runUntil(() => t.applied.length === 1);
+    const firstAt = t.tagCalls()[0]!.at;
+    await until(t, firstAt + 20_000); // a's repeat fell due 14 s ago: 4 tokens left, 13 needed for it alone
+    await t.purger.whenIdle();
+    t.timers.advanceTo(firstAt + 20_000);
+    expect(t.applied).toHaveLength(1);
+    t.source.add("b");
+    t.purger.wake();
+    await t.runUntil(() => t.applied.length === 2);
+    expect(t.applied[1]).toEqual(["item:b", "item:a"]);
+    expect(t.tagCalls()[1]!.at).toBe(firstAt + 20_100); // b's first purge was not held back
+  });
+
+  it("on Free, with no write to ride on, a repeat goes alone once the bucket has refilled to half", async () => {
+    const t = await setup({ plan: "free", initialTokens: 5, purger: { repeatAfterMs: REPEAT } });
+    t.source.add("a");
+    t.purger.start();
+    await t.runUntil(() => t.applied.length === 2);
+    // 4 tokens after the first call; 13 at 5 a minute: 9 × 12 s later.
+    expect(t.tagCalls()[1]!.at - t.tagCalls()[0]!.at).toBe(108_000);
+    expect(t.applied[1]).toEqual(["item:a"]);
+  });
+
+  it("a leader shutting down goes on purging first purges while it sends the repeats it owes", async () => {
+    const t = await setup({ purger: { repeatAfterMs: REPEAT } });
+    t.source.add("a");
+    t.purger.start();
+    await t.runUntil(() => t.applied.length === 1);
+    const firstAt = t.tagCalls()[0]!.at;
+    t.source.add("b"); // written on another instance as this one begins to shut down
+    t.purger.wake();
+    await t.stop({ drain: true });
+    expect(t.applied).toEqual([["item:a"], ["item:b"], ["item:a"], ["item:b"]]);
+    expect(t.tagCalls().map((c) => c.at - firstAt)).toEqual([0, 100, REPEAT, REPEAT + 100]); // b at once; each repeat when due
+    expect(t.source.pending.size).toBe(0);
+    expect(t.timers.pending).toBe(0);
+  });
+
+  it("after the lead is lost and won again, an old failure does not send the next change to the wide fallback", async () => {
+    const t = await setup({ purger: { repeatAfterMs: REPEAT } });
+    t.source.add("a");
+    t.purger.start();
+    await t.runUntil(() => t.applied.length === 1);
+    t.standIn.setFault({ kind: "5xx", count: 1_000 });
+    t.source.add("b");
+    t.purger.wake();
+    await t.runUntil(() => t.purger.stats().retried > 0);
+    await t.stop(); // the lead moves on; another leader purges b
+    t.source.pending.clear();
+    t.standIn.setFault(null);
+    t.timers.advance(99_000);
+    t.source.add("c"); // pending when it leads again: its first round takes it
+    t.purger.start();
+    await t.runUntil(() => t.applied.some((tags) => tags.includes("item:c")));
+    expect(t.applied.flat()).not.toContain(ALL_ITEMS_TAG);
+    expect(t.purger.stats().fallbacks).toBe(0);
   });
 
   it("stop() sends the repeats still owed as they fall due, then leaves no timer behind", async () => {
@@ -567,7 +631,7 @@ describe("Purger: each purge once more, for fills in flight", () => {
     await t.stop({ drain: true });
     expect(t.applied).toEqual([["item:a"], ["item:a"]]);
     expect(t.tagCalls()[1]!.at).toBe(stopAt + 2_000);
-    expect(t.lines).toContain("purge: stopping: sending 1 repeated tags before they are due (the leader that follows does not know them)");
+    expect(t.lines).toContain("purge: shutting down: sending the 1 repeats still owed as they fall due, within 2 s (1 of them due later go then)");
     expect(t.timers.pending).toBe(0);
   });
 

@@ -31,6 +31,16 @@ describe("TokenBucket", () => {
     }
   });
 
+  it("waitMs(n) is how long until n tokens are saved up, never more than the burst", () => {
+    const c = clock();
+    const bucket = new TokenBucket({ ...PURGE_PLANS.free, now: c.now, initial: 4 });
+    expect(bucket.waitMs(13)).toBe(108_000); // 9 tokens at 5 a minute
+    expect(bucket.waitMs(4)).toBe(0);
+    expect(bucket.waitMs(100)).toBe(bucket.waitMs(25));
+    c.advance(108_000);
+    expect(bucket.available()).toBe(13);
+  });
+
   it("never saves more than the burst", () => {
     const c = clock();
     const bucket = new TokenBucket({ rate: 10, burst: 3, now: c.now, initial: 0 });

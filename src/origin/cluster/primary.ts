@@ -31,9 +31,9 @@ import { WorkerProbes } from "./worker-probes.ts";
 const PROBE_TIMEOUT_MS = 2000;
 /**
  * Workers finish in-flight requests within their own grace period (10 s) and the purge leader sends the repeats
- * it owes (10 s, then 5 s for the call: purge-policy.ts); past this they are killed.
+ * it owes (10 s, then 5 s for the call: purge-policy.ts), then close the store; past this they are killed.
  */
-const STOP_BACKSTOP_MS = 30_000;
+const STOP_BACKSTOP_MS = 35_000;
 
 interface Slot {
   readonly number: number;

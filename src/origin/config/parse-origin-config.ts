@@ -8,6 +8,7 @@ import { rawValue } from "../../shared/config/var-table.ts";
 import { PURGE_PLANS, type PurgePlanName } from "../purge/token-bucket.ts";
 import type { UserTableSpec } from "../store/postgres/prepare.ts";
 import { formatBytes } from "../../shared/config/grammar.ts";
+import { DEFAULT_PURGE_REPEAT_MS } from "../../shared/edge-fill-deadline.ts";
 import type { DatabaseSpec } from "./database-url.ts";
 import { machineMemory, type MachineMemory } from "./machine-memory.ts";
 import { DEFAULT_SEED_ITEMS, ORIGIN_VARS, type OriginValues, type OriginVarName } from "./origin-vars.ts";
@@ -206,6 +207,12 @@ export function configWarnings(config: OriginConfig): string[] {
   }
   if (config.token === undefined && config.host !== "127.0.0.1" && config.host !== "::1" && config.host !== "localhost") {
     warnings.push(`HOST=${config.host} without ORIGIN_TOKEN: anyone who can reach the port can write items`);
+  }
+  const repeat = config.purge === undefined ? 0 : config.purge.repeatAfterMs - instanceStalenessBoundMs(config.database, config.processes, config.feedStaleBoundMs);
+  if (repeat > 0 && repeat < DEFAULT_PURGE_REPEAT_MS) {
+    warnings.push(
+      `CLOUDFLARE_PURGE_REPEAT_MS=${repeat} (milliseconds) is below the Worker's default ORIGIN_TIMEOUT_MS plus 1000 (${DEFAULT_PURGE_REPEAT_MS}): an edge fill slower than ${repeat} ms can land after both purges; use at least the Worker's ORIGIN_TIMEOUT_MS plus 1000`,
+    );
   }
   return warnings;
 }

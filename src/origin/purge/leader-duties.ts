@@ -51,6 +51,7 @@ export async function startLeaderDuties(options: LeaderDutiesOptions): Promise<L
     if (verified.kind === "refused") {
       throw new ConfigError([{ variable: "CLOUDFLARE_API_TOKEN", message: `Cloudflare refused a purge for zone ${config.zoneId}: ${verified.detail}` }]);
     }
+    if (config.repeatAfterMs > 0) log(`purge: each accepted purge is sent once more ${config.repeatAfterMs} ms later, for edge fills in flight (docs/purge.md)`);
   }
   const pruning = options.pruner === undefined ? undefined : new ChangeLogPruning(options.pruner, { log });
   // Starts and stops in order: a quick lose-then-win must not leave the purger stopped.

@@ -61,15 +61,27 @@ export class OwedRepeats {
     return { send, covered };
   }
 
-  /** A call carrying them was accepted; returns how many repeats that was. */
+  /** A call carrying them was accepted; returns how many tags it sent as repeats only. */
   repaid(repeats: DueRepeats): number {
     for (const tag of repeats.send) this.#due.delete(tag.toLowerCase());
     for (const tag of repeats.covered) this.#due.delete(tag.toLowerCase());
-    return repeats.send.length + repeats.covered.length;
+    return repeats.send.length;
   }
 
-  /** Everything owed falls due at `now` (a stopping leader that cannot wait longer). */
+  /** Everything owed falls due at `now` (a leader shutting down that cannot wait longer). */
   dueAll(now: number): void {
-    for (const owed of this.#due.values()) owed.due = now;
+    for (const owed of this.#due.values()) owed.due = Math.min(owed.due, now);
+  }
+
+  /** Nothing owed falls due after `at` (keeps the order); returns how many were moved earlier. */
+  dueNoLaterThan(at: number): number {
+    let moved = 0;
+    for (const owed of this.#due.values()) {
+      if (owed.due > at) {
+        owed.due = at;
+        moved++;
+      }
+    }
+    return moved;
   }
 }

@@ -23,13 +23,14 @@
 // Repeats: an accepted purge is sent once more `repeatAfterMs` later (6-7 s by default), because an edge fill
 // that read the item before the write can be stored after the first purge; the Worker's deadline and how long
 // other origin processes may serve the old version bound how late (src/shared/edge-fill-deadline.ts,
-// instanceStalenessBoundMs), so a tag whose changes were all first seen at least `repeatAfterMs`
-// before its purge was sent needs no repeat (each committed before it was seen): a purger working through a
-// backlog repeats nothing, and spends its calls on first purges. A repeat that falls due takes the spare tags of the next call, or a
-// call of its own when nothing is pending; it waits for first purges (which decide staleness) unless it is
-// overdue by another `repeatAfterMs`. Repeats owed for more distinct tags than the backlog bound become one
-// wide repeat. A leader that shuts down sends what it owes as each falls due, for at most `stopDrainMs`, and the
-// rest at once (an early repeat still covers every fill stored before it).
+// instanceStalenessBoundMs), so a tag whose changes were all first seen at least `repeatAfterMs` before its
+// purge was sent needs no repeat (each committed before it was seen): a purger working through a backlog
+// repeats nothing, and spends its calls on first purges. A repeat that falls due takes the spare tags of the
+// next call; a call of its own only when nothing is pending (or, overdue by another `repeatAfterMs`, when the
+// next call is full) and half the bucket is left, so that on Free a repeat does not take the token the next
+// write's purge needs. Repeats owed for more distinct tags than the backlog bound become one wide repeat. A leader that shuts
+// down goes on purging while it sends what it owes as each falls due, for at most `stopDrainMs`, and the rest
+// at once (an early repeat still covers every fill stored before it).
 
 import { ALL_ITEMS_TAG, itemTag } from "../../shared/cache-tag.ts";
 import { DEFAULT_PURGE_REPEAT_MS } from "../../shared/edge-fill-deadline.ts";

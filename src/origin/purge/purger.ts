@@ -70,9 +70,9 @@ export class Purger {
   #loop: Promise<void> | null = null;
   #ended = false; // the loop returned (stop() may not have seen it yet)
   #stopping = false;
-  #draining = false; // stopping to shut down: send the repeats still owed first
+  #drainUntil: number | null = null; // shutting down: purging goes on until then, or until nothing is owed
   #abandoned = false; // stop()'s bound passed: leave the repeats still owed
-  #stopAt = 0;
+  #repeatHoldUntil = 0; // a call of repeats alone waits for the bucket's reserve until then
   readonly #repeats: OwedRepeats;
   /** When this purger first saw each change of the last take (its commit came before). */
   #seen = new Map<string, number>();
@@ -106,8 +106,12 @@ export class Purger {
     if (this.#loop !== null) return;
     this.#stopping = false;
     this.#ended = false;
-    this.#draining = false;
+    this.#drainUntil = null;
     this.#abandoned = false;
+    // What failed before a pause says nothing now (another leader may have purged it all meanwhile).
+    this.#failures = 0;
+    this.#failingSince = null;
+    this.#repeatFailing = false;
     this.#seen.clear(); // changes taken before a pause count as seen now: the safe side
     this.#runAt = this.#timers.now();
     this.#loop = this.#run();
@@ -122,32 +126,41 @@ export class Purger {
 
   /**
    * Stops the loop, waiting for a call in flight up to `stopTimeoutMs`, then cancelling it. No timer survives.
-   * `drain` (shutting down): first sends the repeats still owed, each when due, for at most `stopDrainMs`, then
-   * the rest at once. Without it (the lead moved on) they stay owed, sent if this purger starts again: a drain
-   * would hold a quick lose-then-win back for seconds.
+   * `drain` (shutting down while still leading): first goes on purging, first purges included, until every
+   * repeat owed has been sent as it fell due, for at most `stopDrainMs`, then sends the rest at once. Without it
+   * (the lead moved on) they stay owed, sent if this purger starts again: a drain would hold a quick
+   * lose-then-win back for seconds.
    */
   async stop(options: { drain?: boolean } = {}): Promise<void> {
     const loop = this.#loop;
     if (loop === null) return;
-    this.#stopping = true;
-    this.#draining = options.drain === true && this.#o.repeatAfterMs > 0;
-    this.#stopAt = this.#timers.now();
+    const now = this.#timers.now();
+    if (options.drain === true && this.#o.repeatAfterMs > 0 && !this.#stopping && this.#drainUntil === null) {
+      this.#drainUntil = now + this.#o.stopDrainMs;
+      const early = this.#repeats.dueNoLaterThan(this.#drainUntil);
+      if (this.#repeats.size > 0) {
+        const later = early === 0 ? "" : ` (${early} of them due later go then)`;
+        this.#log(`purge: shutting down: sending the ${this.#repeats.size} repeats still owed as they fall due, within ${this.#o.stopDrainMs / 1000} s${later}`);
+      }
+    } else this.#stopping = true;
     this.#interrupt();
-    // A round in flight may still owe repeats when it ends: the drain's time is allowed whenever it drains.
-    const drainMs = this.#draining ? this.#o.stopDrainMs : 0;
+    const boundMs = (this.#drainUntil === null ? 0 : Math.max(0, this.#drainUntil - now)) + this.#o.stopTimeoutMs;
     let bound: TimerHandle | undefined;
     const finished = await Promise.race([
       loop.then(() => true),
-      new Promise<boolean>((resolve) => (bound = this.#timers.setTimeout(() => resolve(false), drainMs + this.#o.stopTimeoutMs))),
+      new Promise<boolean>((resolve) => (bound = this.#timers.setTimeout(() => resolve(false), boundMs))),
     ]);
     if (bound !== undefined) this.#timers.clearTimeout(bound);
     if (!finished) {
+      if (this.#drainUntil !== null && this.#repeats.size > 0) this.#log(`purge: shutting down: ${this.#repeats.size} repeats owed were not sent (${this.#stats.lastError ?? "no answer in time"})`);
+      this.#stopping = true;
       this.#abandoned = true;
       this.#interrupt();
       this.#inFlight?.abort();
     }
     await loop;
     this.#loop = null;
+    this.#drainUntil = null;
   }
 
   /** Resolves once the loop is parked on a timer with nothing in flight (or not running): for tests and tools. */
@@ -178,8 +191,10 @@ export class Purger {
 
   async #run(): Promise<void> {
     while (!this.#stopping) {
-      const at = Math.max(Math.min(this.#runAt, this.#wakeAt ?? Infinity, this.#repeats.firstDue()), this.#holdUntil);
       const now = this.#timers.now();
+      const drainUntil = this.#drainUntil;
+      if (drainUntil !== null && (now >= drainUntil || (this.#repeats.size === 0 && this.#wakeAt === null))) break;
+      const at = Math.max(Math.min(this.#runAt, this.#wakeAt ?? Infinity, this.#repeatsAt(), drainUntil ?? Infinity), this.#holdUntil);
       if (at > now) {
         await this.#park(at - now);
         continue;
@@ -189,27 +204,44 @@ export class Purger {
       await this.#round();
       if (this.#runAt === Infinity) this.#runAt = this.#timers.now() + this.#o.pollMs;
     }
+    this.#stopping = true;
     await this.#drain();
     this.#ended = true;
     for (const resolve of this.#idleWaiters.splice(0)) resolve();
   }
 
-  /** Stopping: no one else knows the repeats this leader owes, so it sends them before it goes. */
+  /** Shutting down, past `stopDrainMs`: no one else knows the repeats this leader owes, so the rest go now. */
   async #drain(): Promise<void> {
-    const sendAllAt = this.#stopAt + this.#o.stopDrainMs;
-    while (this.#draining && this.#repeats.size > 0 && !this.#abandoned) {
+    if (this.#drainUntil === null) return;
+    while (this.#repeats.size > 0 && !this.#abandoned) {
       const now = this.#timers.now();
-      const at = Math.max(Math.min(this.#repeats.firstDue(), sendAllAt), this.#holdUntil);
-      if (at > now) {
-        await this.#park(at - now);
+      if (this.#holdUntil > now) {
+        await this.#park(this.#holdUntil - now);
         continue;
       }
-      if (now >= sendAllAt && this.#repeats.firstDue() > now) {
-        this.#log(`purge: stopping: sending ${this.#repeats.size} repeated tags before they are due (the leader that follows does not know them)`);
-        this.#repeats.dueAll(now);
-      }
+      this.#repeats.dueAll(now); // an early repeat still drops every fill stored before it
       await this.#repeatRound(now);
     }
+  }
+
+  /** When a call of repeats alone may go: when one falls due, and outside a shutdown when the bucket allows. */
+  #repeatsAt(): number {
+    const due = this.#repeats.firstDue();
+    return this.#drainUntil === null ? Math.max(due, this.#repeatHoldUntil) : due;
+  }
+
+  /**
+   * Whether a call of repeats alone may go now. It leaves half the bucket to first purges, which decide
+   * staleness: on Free (5 calls a minute) a repeat taking a call of its own for each write would delay the next
+   * write's purge by a minute or more; below that it waits to ride in a first purge's spare tags, or for the
+   * bucket to refill. A leader shutting down does not wait.
+   */
+  #repeatMayGoAlone(): boolean {
+    if (this.#drainUntil !== null) return true;
+    const wait = this.#bucket.waitMs(Math.floor(this.#bucket.burst / 2) + 1);
+    if (wait === 0) return true;
+    this.#repeatHoldUntil = this.#timers.now() + wait;
+    return false;
   }
 
   async #round(): Promise<void> {
@@ -223,16 +255,17 @@ export class Purger {
       const seen = new Map<string, number>();
       for (const change of changes) seen.set(change.key, this.#seen.get(change.key) ?? now);
       this.#seen = seen;
-      if (changes.length === 0) return this.#repeats.firstDue() <= now ? await this.#repeatRound(now) : this.#settled();
+      if (changes.length === 0) {
+        if (this.#repeats.firstDue() > now) return this.#settled();
+        // Nothing pending: no first purge is failing (repeats failing keep their own state and backoff).
+        this.#failingSince = null;
+        this.#report();
+        if (this.#repeatMayGoAlone()) await this.#repeatRound(now);
+        return;
+      }
       if (pending > backlogBound) return this.#enterFallback(`more than ${backlogBound} changes pending (the bound)`);
       if (this.#failingSince !== null && now - this.#failingSince > failingBoundMs) {
         return this.#enterFallback(`purges have failed for ${Math.round((now - this.#failingSince) / 1000)} s (bound ${failingBoundMs / 1000} s)`);
-      }
-      // A repeat waits for first purges, which decide staleness, but not for ever.
-      if (this.#repeats.firstDue() <= now - this.#o.repeatAfterMs) {
-        await this.#repeatRound(now);
-        this.#runAt = this.#timers.now();
-        return;
       }
       const batch = batchOf(changes);
       if (batch.tags.length === 0) {
@@ -244,6 +277,13 @@ export class Purger {
       }
       // Stopping while the store answered: the changes stay pending for whoever leads next.
       if (this.#stopping) return;
+      // A repeat waits for first purges, which decide staleness, but not for ever: overdue, and with no spare
+      // tag in this call, it goes first in a call of its own.
+      if (batch.tags.length === MAX_TAGS_PER_CALL && this.#repeats.firstDue() <= now - this.#o.repeatAfterMs && this.#repeatMayGoAlone()) {
+        await this.#repeatRound(now);
+        this.#runAt = this.#timers.now();
+        return;
+      }
       const repeats = this.#repeats.dueBy(now, MAX_TAGS_PER_CALL - batch.tags.length, batch.tags);
       if (!this.#takeToken()) return;
       const sentAt = this.#timers.now();
@@ -287,6 +327,7 @@ export class Purger {
 
   /** One call of repeats only: those due at `now`, up to a call's worth. */
   async #repeatRound(now: number): Promise<void> {
+    if (this.#stopping && this.#drainUntil === null) return; // the lead moved on: they stay owed
     const repeats = this.#repeats.dueBy(now, MAX_TAGS_PER_CALL);
     if (!this.#takeToken()) return;
     const outcome = await this.#call((signal) => this.#api.purgeTags(repeats.send, signal));
@@ -302,7 +343,8 @@ export class Purger {
 
   /** An accepted call sent at `sentAt` purged `tags`: each is owed once more, `repeatAfterMs` later. */
   #owe(tags: readonly string[], sentAt: number): void {
-    if (this.#o.repeatAfterMs > 0) this.#repeats.owe(tags, sentAt + this.#o.repeatAfterMs);
+    if (this.#o.repeatAfterMs === 0) return;
+    this.#repeats.owe(tags, Math.min(sentAt + this.#o.repeatAfterMs, this.#drainUntil ?? Infinity));
   }
 
   /** Takes a bucket token, or holds the loop until one is due and returns false. */

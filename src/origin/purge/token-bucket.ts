@@ -61,10 +61,10 @@ export class TokenBucket implements PurgeRate {
     return true;
   }
 
-  /** Milliseconds until `take()` can succeed: 0 when a token is available now. */
-  waitMs(): number {
+  /** Milliseconds until `tokens` (at most `burst`) are available: 0 now; 1 token is what `take()` needs. */
+  waitMs(tokens = 1): number {
     this.#refill();
-    const missing = 1 - EPSILON - this.#tokens;
+    const missing = Math.min(tokens, this.burst) - EPSILON - this.#tokens;
     return missing <= 0 ? 0 : Math.ceil(missing / (this.rate / 1000));
   }
 

@@ -7,11 +7,12 @@
 //
 // Configuration comes from config/; the process entry (flags, signals) is main.ts.
 
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { OriginConfig } from "./config/parse-origin-config.ts";
 import { feedFor, openStore, startDutiesFor } from "./backing.ts";
 import type { ChangeFeed } from "./feed/change-feed.ts";
+import { expectsContinue } from "./http/body.ts";
 import { attachFastPath, type FastPath } from "./http/fast/fast-transport.ts";
 import { ItemReads } from "./http/item-reads.ts";
 import { ItemWrites } from "./http/item-writes.ts";
@@ -186,7 +187,13 @@ async function serve(
   });
   const operational = new Operational(wire, metrics, store, log);
 
-  const server = createServer(itemPortListener({ reads, writes, operational, wire, metrics }));
+  const listener = itemPortListener({ reads, writes, operational, wire, metrics });
+  const server = createServer(listener);
+  // Without this listener node:http sends `100 Continue` before the request is looked at (body.ts says why not).
+  server.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => {
+    expectsContinue(req);
+    listener(req, res);
+  });
   server.keepAliveTimeout = config.keepAliveTimeoutMs;
   // keepAliveTimeout only starts once an answer has finished: a client that stops reading mid-answer would
   // hold its connection for ever. The same bound as inactivity on any socket (the fast path's own too).

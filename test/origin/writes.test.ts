@@ -1,3 +1,4 @@
+import { connect } from "node:net";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { describe, expect, it } from "vitest";
@@ -216,3 +217,60 @@ describe("a write whose outcome is unknown", () => {
     expect(origin.loader.storeReads).toBe(reads + 1);
   });
 });
+
+describe("Expect: 100-continue", () => {
+  /** Sends a PUT's head alone (the client waits before sending the body) and resolves with the first answer's head. */
+  function headAlone(port: number, path: string, headers: Record<string, string>, length: number) {
+    const socket = connect({ port, host: "127.0.0.1" });
+    let received = "";
+    const waiters: (() => void)[] = [];
+    socket.on("data", (d: Buffer) => {
+      received += d.toString("latin1");
+      for (const wake of waiters.splice(0)) wake();
+    });
+    const until = async (done: () => boolean) => {
+      while (!done()) await new Promise<void>((resolve) => waiters.push(resolve));
+    };
+    const lines = Object.entries({ Host: "origin", Expect: "100-continue", "Content-Length": String(length), ...headers }).map(([k, v]) => `${k}: ${v}\r\n`);
+    socket.write(`PUT ${path} HTTP/1.1\r\n${lines.join("")}\r\n`);
+    return {
+      socket,
+      received: () => received,
+      async firstHead(): Promise<string> {
+        await until(() => received.includes("\r\n\r\n"));
+        return received.slice(0, received.indexOf("\r\n\r\n") + 4);
+      },
+      until,
+    };
+  }
+
+  it("refusals decided on the head come without a 100, so the client never sends the body", async () => {
+    const origin = await start({ ORIGIN_TOKEN: TOKEN_FOR_CONTINUE, MAX_ITEM_BYTES: "1024" });
+    const json = { "Content-Type": "application/json", "x-origin-token": TOKEN_FOR_CONTINUE };
+    const cases: [string, Record<string, string>, number, string][] = [
+      ["/items/x", { ...json, "x-origin-token": "wrong" }, 10, "HTTP/1.1 401 "],
+      ["/items/x", { ...json, "Content-Type": "text/plain" }, 10, "HTTP/1.1 415 "],
+      ["/items/x", json, 2048, "HTTP/1.1 413 "],
+      ["/items/a%20b", json, 10, "HTTP/1.1 400 "],
+    ];
+    for (const [path, headers, length, status] of cases) {
+      const c = headAlone(origin.port, path, headers, length);
+      expect(await c.firstHead()).toMatch(new RegExp(`^${status}`));
+      c.socket.destroy();
+    }
+    expect(await origin.store.count()).toBe(0);
+  });
+
+  it("a write it will take gets its 100 Continue, then its answer once the body came", async () => {
+    const origin = await start({ ORIGIN_TOKEN: TOKEN_FOR_CONTINUE });
+    const body = '{"v":1}';
+    const c = headAlone(origin.port, "/items/x", { "Content-Type": "application/json", "x-origin-token": TOKEN_FOR_CONTINUE }, body.length);
+    expect(await c.firstHead()).toBe("HTTP/1.1 100 Continue\r\n\r\n");
+    c.socket.write(body);
+    await c.until(() => c.received().includes("HTTP/1.1 204 "));
+    c.socket.destroy();
+    expect(await origin.store.count()).toBe(1);
+  });
+});
+
+const TOKEN_FOR_CONTINUE = "continue-token-0123456789";

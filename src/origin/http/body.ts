@@ -1,4 +1,22 @@
-import type { IncomingMessage } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
+
+/**
+ * Requests node:http handed over as `checkContinue` (HTTP/1.1, `Expect: 100-continue`): their client waits for
+ * a 100 before it sends the body. Node would send it before the request is even looked at; the origin sends it
+ * only when a write is about to read the body, so a request refused on its head alone (401, 405, 413, 415, a
+ * bad id) gets that answer without the client uploading the body first (RFC 9110 §10.1.1).
+ */
+const awaitingContinue = new WeakSet<IncomingMessage>();
+
+/** node:http's `checkContinue` event: the request expects a 100 (start-origin.ts). */
+export function expectsContinue(req: IncomingMessage): void {
+  awaitingContinue.add(req);
+}
+
+/** About to read `req`'s body: tell a client that waits for it to send it. */
+export function askForBody(req: IncomingMessage, res: ServerResponse): void {
+  if (awaitingContinue.delete(req)) res.writeContinue();
+}
 
 export type BodyResult =
   | { kind: "ok"; bytes: Uint8Array }

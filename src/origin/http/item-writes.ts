@@ -13,7 +13,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { ROUTE_ITEM, type OriginMetrics, type StoreOp } from "../metrics.ts";
 import type { ItemLoader } from "../reads/item-loader.ts";
 import { PreconditionFailedError, StoreUnavailableError, type ItemStore, type WriteCondition } from "../store/item-store.ts";
-import { isJsonContentType, readBody } from "./body.ts";
+import { askForBody, isJsonContentType, readBody } from "./body.ts";
 import { checkAndMinifyJson } from "./json.ts";
 import { parseEntityTags } from "../../shared/entity-tags.ts";
 import { INTERNAL_ERROR, MISSING, STORE_UNAVAILABLE, type Wire } from "./wire.ts";
@@ -95,6 +95,7 @@ export class ItemWrites {
       reply(413, `body is larger than MAX_ITEM_BYTES (${maxItemBytes})`, Number(declared) > DRAIN_LIMIT);
       return;
     }
+    askForBody(req, res);
     const body = await readBody(req, maxItemBytes);
     if (body.kind === "aborted") return;
     if (body.kind === "too-large") {

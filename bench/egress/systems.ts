@@ -15,6 +15,7 @@ import { startCloudflareApiStandIn, type CloudflareApiStandIn } from "../../scri
 import { startLocalEdge, type LocalEdge } from "../../scripts/lib/local-edge.ts";
 import { freePort } from "../../scripts/lib/local-stack.ts";
 import type { PurgePlanName } from "../../src/origin/purge/token-bucket.ts";
+import { parsePromText } from "../origin/prom-text.ts";
 import { onCleanup, registerTempDir, spawnReady, stopChild } from "./processes.ts";
 import { ByteRelay } from "./relay.ts";
 import type { Replayer, RequestRecord } from "./replay.ts";
@@ -208,7 +209,8 @@ async function purgesSettled(originUrl: string, token: string, created: boolean)
   const deadline = performance.now() + 60_000;
   for (;;) {
     const page = await (await fetch(`${originUrl}/metrics`, { headers: { "x-origin-token": token } })).text();
-    const gauge = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(page)?.[1] ?? NaN);
+    const samples = parsePromText(page);
+    const gauge = (name: string) => samples.get(name) ?? NaN;
     const purged = !created || gauge("origin_purge_tags_total") > 0;
     if (purged && gauge("origin_purge_pending") === 0 && gauge("origin_purge_repeats_owed") === 0) return;
     if (performance.now() > deadline) throw new Error(`the purge-mode origin still purges a minute after it started:\n${page.split("\n").filter((l) => l.startsWith("origin_purge")).join("\n")}`);

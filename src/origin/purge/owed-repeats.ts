@@ -68,11 +68,6 @@ export class OwedRepeats {
     return repeats.send.length;
   }
 
-  /** Everything owed falls due at `now` (a leader shutting down that cannot wait longer). */
-  dueAll(now: number): void {
-    for (const owed of this.#due.values()) owed.due = Math.min(owed.due, now);
-  }
-
   /** Nothing owed falls due after `at` (keeps the order); returns how many were moved earlier. */
   dueNoLaterThan(at: number): number {
     let moved = 0;

@@ -65,7 +65,8 @@ export class Purger {
   readonly #log: (line: string) => void;
   readonly #random: () => number;
   readonly #o: PurgerTuning & { backlogBound: number };
-  readonly #stats: PurgerStats = { state: "ok", pending: 0, calls: 0, purgedTags: 0, repeatedTags: 0, repeatsOwed: 0, retried: 0, refused: 0, fallbacks: 0, dropped: 0, lastError: null };
+  /** `repeatsOwed` is read from the owed repeats themselves (stats()). */
+  readonly #stats: Omit<PurgerStats, "repeatsOwed"> = { state: "ok", pending: 0, calls: 0, purgedTags: 0, repeatedTags: 0, retried: 0, refused: 0, fallbacks: 0, dropped: 0, lastError: null };
 
   #loop: Promise<void> | null = null;
   #ended = false; // the loop returned (stop() may not have seen it yet)
@@ -219,7 +220,7 @@ export class Purger {
         await this.#park(this.#holdUntil - now);
         continue;
       }
-      this.#repeats.dueAll(now); // an early repeat still drops every fill stored before it
+      this.#repeats.dueNoLaterThan(now); // an early repeat still drops every fill stored before it
       await this.#repeatRound(now);
     }
   }

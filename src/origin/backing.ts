@@ -62,6 +62,7 @@ export async function startDutiesFor(config: OriginConfig, store: ItemStore, sql
       url: database.url,
       timeoutMs: Math.max(MIN_LEADERSHIP_TIMEOUT_MS, config.storeTimeoutMs),
       applicationName: "slim-edge-leader",
+      duties: config.purge === undefined ? "the change log's pruning" : "the purge and the change log's pruning",
       log,
     });
     const postgresPruner = new PostgresChangeLogPruner(postgresOptions(config, database.url, "pruner"));

@@ -5,7 +5,7 @@
 import { connect, createServer, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { FixedLeadership, PostgresLeadership } from "../../src/origin/purge/leadership.ts";
-import { usePostgres } from "./pg-harness.ts";
+import { startOnPostgres, usePostgres } from "./pg-harness.ts";
 
 const postgres = usePostgres();
 
@@ -221,4 +221,20 @@ describe("fixed leadership (the embedded store: the process decides)", () => {
     expect(never.leading).toBe(false);
     expect(events).toEqual([true, false]);
   });
+});
+
+describe("what an origin on PostgreSQL says it leads", () => {
+  it("with purging off, its leader names the change log's pruning, not a purge it does not run", async () => {
+    const lines: string[] = [];
+    let led: () => void = () => {};
+    const leading = new Promise<void>((resolve) => (led = resolve));
+    await startOnPostgres(await postgres.database(), {}, {
+      log: (line) => {
+        lines.push(line);
+        if (line.includes("this instance leads")) led();
+      },
+    });
+    await leading;
+    expect(lines.filter((l) => l.includes("leads"))).toEqual([expect.stringMatching(/^leadership: this instance leads the change log's pruning \(advisory lock \d+\)$/)]);
+  }, 30_000);
 });

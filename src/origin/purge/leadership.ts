@@ -76,6 +76,8 @@ export interface PostgresLeadershipOptions {
   /** How often a follower tries to take the lock, and a leader checks it still holds it; default 2000 ms. */
   retryMs?: number;
   lockKey?: bigint;
+  /** What the leader does, for the log: "the purge" by default; pruning alone when purging is off. */
+  duties?: string;
   log?: (line: string) => void;
 }
 
@@ -93,7 +95,7 @@ export class PostgresLeadership implements Leadership {
   #stopped = true;
 
   constructor(options: PostgresLeadershipOptions) {
-    this.#o = { ...options, retryMs: options.retryMs ?? 2_000, lockKey: options.lockKey ?? LEADER_LOCK_KEY, log: options.log ?? (() => {}) };
+    this.#o = { ...options, retryMs: options.retryMs ?? 2_000, lockKey: options.lockKey ?? LEADER_LOCK_KEY, duties: options.duties ?? "the purge", log: options.log ?? (() => {}) };
     // pg_locks shows a bigint key as two unsigned halves: the check below reads back non-negative keys only.
     if (this.#o.lockKey < 0n || this.#o.lockKey >= 1n << 63n) throw new RangeError(`lock key ${this.#o.lockKey} is outside 0 … 2^63-1`);
   }
@@ -156,7 +158,7 @@ export class PostgresLeadership implements Leadership {
         const [row] = await withDeadline(sql<{ ok: boolean }[]>`SELECT pg_try_advisory_lock(${key}::bigint) AS ok`, this.#o.timeoutMs, "taking the purge leader lock");
         if (this.#stopped || this.#sql !== sql) return; // stopped, or the session ended meanwhile (and the lock with it)
         if (row!.ok) this.#win();
-        else this.#note("following", "another instance leads the purge; trying again every " + `${this.#o.retryMs} ms`);
+        else this.#note("following", `another instance leads ${this.#o.duties}; trying again every ${this.#o.retryMs} ms`);
         return;
       }
       // A bigint key shows in pg_locks as classid (high 32 bits), objid (low 32 bits), objsubid 1.
@@ -206,14 +208,14 @@ export class PostgresLeadership implements Leadership {
 
   #win(): void {
     this.#leading = true;
-    this.#note("leading", `this instance leads the purge (advisory lock ${this.#o.lockKey})`);
+    this.#note("leading", `this instance leads ${this.#o.duties} (advisory lock ${this.#o.lockKey})`);
     this.#notify(true);
   }
 
   /** Steps down, and asks again only after twice the followers' interval, so one of them takes over first. */
   #lose(reason: string): void {
     this.#leading = false;
-    this.#note("following", `this instance no longer leads the purge: ${reason}`, true);
+    this.#note("following", `this instance no longer leads ${this.#o.duties}: ${reason}`, true);
     this.#notify(false);
     this.#schedule(2 * this.#o.retryMs);
   }
@@ -222,7 +224,7 @@ export class PostgresLeadership implements Leadership {
     try {
       this.#onChange?.(leading);
     } catch (error) {
-      this.#o.log(`purge leadership: the ${leading ? "leading" : "stepping down"} handler failed: ${(error as Error).message}`);
+      this.#o.log(`leadership: the ${leading ? "leading" : "stepping down"} handler failed: ${(error as Error).message}`);
     }
   }
 
@@ -230,6 +232,6 @@ export class PostgresLeadership implements Leadership {
   #note(status: Status, line: string, force = false): void {
     if (this.#status === status && !force) return;
     this.#status = status;
-    this.#o.log(`purge leadership: ${line}`);
+    this.#o.log(`leadership: ${line}`);
   }
 }

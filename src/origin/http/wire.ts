@@ -179,16 +179,14 @@ export class Wire {
   /** Head only (304, 204, 404, HEAD answers). `headers` is a flat [name, value, …] list. */
   head(res: ServerResponse, status: number, headers: string[] = EMPTY): void {
     res.sendDate = this.#sendDate;
-    res.removeHeader("connection");
-    res.writeHead(status, this.reason(status), headers);
+    writeHeadWithoutConnection(res, status, this.reason(status), headers);
     res.end();
   }
 
   /** Head + body. */
   full(res: ServerResponse, status: number, headers: string[], body: Buffer | WireBytes): void {
     res.sendDate = this.#sendDate;
-    res.removeHeader("connection");
-    res.writeHead(status, this.reason(status), headers);
+    writeHeadWithoutConnection(res, status, this.reason(status), headers);
     if (typeof body === "string") res.end(body, "latin1");
     else res.end(body);
   }
@@ -217,4 +215,23 @@ export class Wire {
 function errorParts(message: string): { headers: string[]; body: Buffer } {
   const body = Buffer.from(`${JSON.stringify({ error: message })}\n`);
   return { headers: ["Content-Type", JSON_TYPE, "Content-Length", String(body.byteLength)], body };
+}
+
+/** The field of node's OutgoingMessage read here (lib/_http_outgoing.js, lib/_http_server.js). */
+interface OutgoingInternals {
+  /** Close the connection once this answer is sent. */
+  _last?: boolean;
+}
+
+/**
+ * `writeHead` with no `Connection` header, keeping node's decision to close after this answer. When the
+ * client has half-closed, node marks the pending answer as the last (socketOnEnd, httpAllowHalfOpen: see
+ * lifecycle/listeners.ts); a removed `Connection` header makes node recompute that mark from keep-alive
+ * alone as the head is written, which would hold the connection open until keepAliveTimeout instead.
+ */
+function writeHeadWithoutConnection(res: ServerResponse, status: number, reason: string, headers: string[]): void {
+  const last = (res as ServerResponse & OutgoingInternals)._last === true;
+  res.removeHeader("connection");
+  res.writeHead(status, reason, headers);
+  if (last) (res as ServerResponse & OutgoingInternals)._last = true;
 }

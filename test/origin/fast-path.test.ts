@@ -8,25 +8,13 @@ import type { ItemStore, StoredItem } from "../../src/origin/store/item-store.ts
 import { SqliteItemStore } from "../../src/origin/store/sqlite-store.ts";
 import { randomEpoch } from "../../src/origin/store/etag.ts";
 import type { RunningOrigin } from "../../src/origin/start-origin.ts";
-import { deferred, etagFor, get, notModified, RawConnection, start, storeWith, tempDir, withBody } from "./harness.ts";
+import { deferred, etagFor, get, notModified, RawConnection, sendThenFin, start, storeWith, tempDir, withBody } from "./harness.ts";
 
 const TOKEN = "fast-path-token-0123456789";
 
 /** The ETag of `version` as written by this origin's store session (seeded items are version 1). */
 function sessionTag(origin: RunningOrigin, version: number): string {
   return etagFor((origin.store as SqliteItemStore).writeEpoch, version);
-}
-
-/** Everything the server writes on one connection for `bytes` followed by the client's FIN. */
-function exchange(port: number, bytes: Buffer): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const socket = connect({ port, host: "127.0.0.1", allowHalfOpen: true });
-    const chunks: Buffer[] = [];
-    socket.on("data", (d: Buffer) => chunks.push(d));
-    socket.on("error", reject);
-    socket.on("close", () => resolve(Buffer.concat(chunks)));
-    socket.on("connect", () => socket.end(bytes));
-  });
 }
 
 describe("fast path recogniser", () => {
@@ -167,7 +155,7 @@ describe("fast path ≡ node:http path", () => {
     expect(slow.fastPath).toBe(false);
     // The generated If-None-Match values do match the seeded items (same epoch on both): 304s get compared.
     const conditional = Buffer.from(`GET /items/1 HTTP/1.1\r\nHost: o\r\nx-origin-token: ${TOKEN}\r\nIf-None-Match: ${tag(1)}\r\n\r\n`);
-    for (const o of [fast, slow]) expect((await exchange(o.port, conditional)).toString("latin1")).toBe(notModified(tag(1)));
+    for (const o of [fast, slow]) expect((await sendThenFin(o.port, conditional)).toString("latin1")).toBe(notModified(tag(1)));
     return { fast, slow };
   }
 
@@ -176,7 +164,7 @@ describe("fast path ≡ node:http path", () => {
     await fc.assert(
       fc.asyncProperty(fc.oneof(anyRequest, damaged), async (request) => {
         const bytes = Buffer.from(request, "latin1");
-        const [a, b] = await Promise.all([exchange(fast.port, bytes), exchange(slow.port, bytes)]);
+        const [a, b] = await Promise.all([sendThenFin(fast.port, bytes), sendThenFin(slow.port, bytes)]);
         expect(beforeNodeParseError(a)).toBe(beforeNodeParseError(b));
       }),
       { numRuns: 400 },
@@ -189,7 +177,7 @@ describe("fast path ≡ node:http path", () => {
     await fc.assert(
       fc.asyncProperty(fc.array(validRequest, { minLength: 1, maxLength: 5 }), async (requests) => {
         const bytes = Buffer.from(requests.join("") + sentinel, "latin1");
-        const [a, b] = await Promise.all([exchange(fast.port, bytes), exchange(slow.port, bytes)]);
+        const [a, b] = await Promise.all([sendThenFin(fast.port, bytes), sendThenFin(slow.port, bytes)]);
         expect(a.toString("latin1")).toBe(b.toString("latin1"));
       }),
       { numRuns: 200 },
@@ -218,7 +206,7 @@ describe("fast path ≡ node:http path", () => {
       fc.asyncProperty(handedOver, after, fc.boolean(), async (first, rest, warm) => {
         for (const o of [fast, slow]) if (!warm) o.cache.clear();
         const bytes = Buffer.from(first + rest.join(""), "latin1");
-        const [a, b] = await Promise.all([exchange(fast.port, bytes), exchange(slow.port, bytes)]);
+        const [a, b] = await Promise.all([sendThenFin(fast.port, bytes), sendThenFin(slow.port, bytes)]);
         expect(a.toString("latin1")).toBe(b.toString("latin1"));
       }),
       { numRuns: 300 },
@@ -342,7 +330,7 @@ describe("fast path connections", () => {
 
   it("a head cut short by the client's FIN gets node's 400", async () => {
     const origin = await start({ SEED_SAMPLE_ITEMS: "1" });
-    const out = await exchange(origin.port, Buffer.from("GET /items/1 HTTP/1.1\r\nHost: o\r\n"));
+    const out = await sendThenFin(origin.port, Buffer.from("GET /items/1 HTTP/1.1\r\nHost: o\r\n"));
     expect(out.toString()).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
   });
 

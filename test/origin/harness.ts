@@ -183,6 +183,18 @@ export function withBody(
   return Buffer.concat([Buffer.from(head), bytes]);
 }
 
+/** Everything the server writes on a fresh connection for `bytes` followed by the client's FIN (a half-close). */
+export function sendThenFin(port: number, bytes: Buffer): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ port, host: "127.0.0.1", allowHalfOpen: true });
+    const chunks: Buffer[] = [];
+    socket.on("data", (d: Buffer) => chunks.push(d));
+    socket.on("error", reject);
+    socket.on("close", () => resolve(Buffer.concat(chunks)));
+    socket.on("connect", () => socket.end(bytes));
+  });
+}
+
 /** One request on a fresh connection. */
 export async function once(port: number, request: string | Buffer, head = false): Promise<RawResponse> {
   const c = await RawConnection.open(port);

@@ -4,7 +4,7 @@ import { DatabaseSync } from "node:sqlite";
 import { describe, expect, it } from "vitest";
 import { SqliteItemStore } from "../../src/origin/store/sqlite-store.ts";
 import { StoreUnavailableError } from "../../src/origin/store/item-store.ts";
-import { epochOf, etagFor, get, RawConnection, start, storeWith, tempDir, withBody } from "./harness.ts";
+import { epochOf, etagFor, get, RawConnection, sendThenFin, start, storeWith, tempDir, withBody } from "./harness.ts";
 
 describe("writes", () => {
   it("read-your-writes: a PUT replaces what this instance serves at once, ETag moves on", async () => {
@@ -219,26 +219,14 @@ describe("a write whose outcome is unknown", () => {
 });
 
 describe("a client that half-closes after its request", () => {
-  /** Everything the server writes on one connection for `bytes` followed by the client's FIN. */
-  function sendThenFin(port: number, bytes: Buffer): Promise<string> {
-    return new Promise((resolve, reject) => {
-      const socket = connect({ port, host: "127.0.0.1", allowHalfOpen: true });
-      const chunks: Buffer[] = [];
-      socket.on("data", (d: Buffer) => chunks.push(d));
-      socket.on("error", reject);
-      socket.on("close", () => resolve(Buffer.concat(chunks).toString("latin1")));
-      socket.on("connect", () => socket.end(bytes));
-    });
-  }
-
   it.each([["fast path", "true"], ["node:http only", "false"]])("still gets its answer, then the close (%s)", async (_, fastPath) => {
     const origin = await start({ ORIGIN_FAST_PATH: fastPath });
-    const put = await sendThenFin(origin.port, withBody("PUT", "/items/h", '{"v":1}', { "Content-Type": "application/json" }));
+    const put = (await sendThenFin(origin.port, withBody("PUT", "/items/h", '{"v":1}'))).toString("latin1");
     expect(put).toMatch(/^HTTP\/1\.1 204 No Content\r\n/);
     const tag = /ETag: ("[^"]+")/.exec(put)![1]!;
     origin.cache.clear(); // the read is a miss: its answer waits on the store, like the write's
-    expect(await sendThenFin(origin.port, Buffer.from(get("/items/h")))).toBe(`HTTP/1.1 200 OK\r\nETag: ${tag}\r\nContent-Length: 7\r\n\r\n{"v":1}`);
-    expect(await sendThenFin(origin.port, Buffer.from(get("/items/h", {}, "DELETE")))).toMatch(/^HTTP\/1\.1 204 No Content\r\n/);
+    expect((await sendThenFin(origin.port, Buffer.from(get("/items/h")))).toString("latin1")).toBe(`HTTP/1.1 200 OK\r\nETag: ${tag}\r\nContent-Length: 7\r\n\r\n{"v":1}`);
+    expect((await sendThenFin(origin.port, Buffer.from(get("/items/h", {}, "DELETE")))).toString("latin1")).toMatch(/^HTTP\/1\.1 204 No Content\r\n/);
     expect(await origin.store.get("h")).toBeUndefined();
   });
 });

@@ -39,6 +39,8 @@ export interface MetricsSources {
   cacheMaxBytes: number;
   storeReads: () => number;
   coalesced: () => number;
+  /** Feed reports of this instance's own writes whose cached result was kept. */
+  ownChangesKept: () => number;
   feed: () => { healthy: boolean; stats: Readonly<ChangeFeedStats> };
   /** Cached entries served unconfirmed because the feed was down and the store did not answer. */
   staleServed: () => number;
@@ -118,6 +120,7 @@ export class OriginMetrics {
     counter("origin_store_coalesced_total", "Cache misses that joined a store read already in flight for the same id", () => sources.coalesced());
     counter("origin_fast_path_handoffs_total", "Connections the fast path handed to node:http (first request that is not a simple GET/HEAD /items/:id)", () => sources.handOffs());
     counter("origin_feed_changes_total", "Changes the change feed applied to the cache (each once)", () => sources.feed().stats.changes);
+    counter("origin_feed_own_writes_total", "Changes the feed reported that were this instance's own writes, whose cached result was kept (no store read)", () => sources.ownChangesKept());
     counter("origin_feed_resets_total", "Times the change feed lost track and dropped every cached item", () => sources.feed().stats.resets);
     counter("origin_feed_poll_failures_total", "Polls of the change log that failed", () => sources.feed().stats.pollFailures);
     counter("origin_feed_listens_total", "Times the change feed's listener (re)connected", () => sources.feed().stats.listens);

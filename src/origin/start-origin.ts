@@ -139,6 +139,7 @@ async function serve(
       cacheMaxBytes: config.cacheMaxBytes,
       storeReads: () => loader.storeReads,
       coalesced: () => loader.coalesced,
+      ownChangesKept: () => loader.ownChangesKept,
       feed: () => feed,
       staleServed: () => reads?.staleServed ?? 0,
       knownIds: () => known.stats,
@@ -159,9 +160,9 @@ async function serve(
   });
   // Before the port opens: every change committed from now on reaches the (still empty) cache.
   await feed.start({
-    changed: (id) => {
+    changed: (id, transaction) => {
       known.add(id);
-      loader.invalidate(id);
+      loader.changed(id, transaction);
       duties.changed();
     },
     lostTrack: (reason) => {

@@ -3,7 +3,7 @@
 // or re-read for a transaction that stays open.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ChangeLogCursor, finishedIn, parseNotification, parseSnapshot, type ChangePoll, type ChangeRow, type Snapshot } from "../../src/origin/feed/change-log-cursor.ts";
+import { ChangeLogCursor, finishedIn, parseNotification, parseSnapshot, type ChangePoll, type ChangeRow, type CursorStep, type Snapshot } from "../../src/origin/feed/change-log-cursor.ts";
 
 const FEED = "feed-1";
 /** A snapshot: `xmin:xmax:xip`. */
@@ -16,16 +16,18 @@ const poll = (snapshot: Snapshot, rows: ChangeRow[], extra: Partial<ChangePoll> 
   ...extra,
 });
 const row = (seq: number, xid: number, id: string): ChangeRow => ({ seq: String(seq), xid: BigInt(xid), id });
+/** The ids a step applies (a reset as it is). */
+const ids = (step: CursorStep) => (step.reset ? step : step.changes.map((change) => change.id));
 
 describe("change log cursor", () => {
   it("applies each change once, whether a notification, a poll or both bring it", () => {
     const c = new ChangeLogCursor();
-    expect(c.absorb(poll(snap(100), []))).toEqual({ reset: false, ids: [] });
+    expect(ids(c.absorb(poll(snap(100), [])))).toEqual([]);
     expect(c.notified("1", 100n, "a")).toBe("a");
     expect(c.notified("1", 100n, "a")).toBeUndefined(); // delivered twice
     expect(c.held).toBe(1);
     // The poll sees the same row (its transaction was not finished in the last snapshot) plus one NOTIFY lost.
-    expect(c.absorb(poll(snap(101), [row(1, 100, "a"), row(2, 100, "b")]))).toEqual({ reset: false, ids: ["b"] });
+    expect(c.absorb(poll(snap(101), [row(1, 100, "a"), row(2, 100, "b")]))).toEqual({ reset: false, changes: [row(2, 100, "b")] });
     expect(c.held).toBe(0); // the snapshot sees xid 100 finished: no poll returns it again
     // A late notification of a row the poll already covered.
     expect(c.notified("2", 100n, "b")).toBeUndefined();
@@ -36,17 +38,17 @@ describe("change log cursor", () => {
     const c = new ChangeLogCursor();
     c.absorb(poll(snap(10, 11, [10]), []));
     // xid 10 is still running: seq 7 (xid 11) committed first and is seen; xmin stays 10.
-    expect(c.absorb(poll(snap(10, 12, [10]), [row(7, 11, "late-seq")]))).toEqual({ reset: false, ids: ["late-seq"] });
+    expect(ids(c.absorb(poll(snap(10, 12, [10]), [row(7, 11, "late-seq")])))).toEqual(["late-seq"]);
     // Now xid 10 commits with seq 6: a "seq > last seen" reader would miss it; "running in the last snapshot" finds it.
-    expect(c.absorb(poll(snap(12), [row(6, 10, "early-seq")]))).toEqual({ reset: false, ids: ["early-seq"] });
+    expect(ids(c.absorb(poll(snap(12), [row(6, 10, "early-seq")])))).toEqual(["early-seq"]);
   });
 
   it("does not apply again what an earlier poll's snapshot already saw, if a poll returns it again", () => {
     const c = new ChangeLogCursor();
     c.absorb(poll(snap(10, 12, [10]), []));
-    expect(c.absorb(poll(snap(10, 14, [10]), [row(1, 12, "a"), row(2, 13, "b")]))).toEqual({ reset: false, ids: ["a", "b"] });
+    expect(ids(c.absorb(poll(snap(10, 14, [10]), [row(1, 12, "a"), row(2, 13, "b")])))).toEqual(["a", "b"]);
     // A poll that re-reads from the old xmin (as the feed once did) changes nothing.
-    expect(c.absorb(poll(snap(10, 15, [10]), [row(1, 12, "a"), row(2, 13, "b"), row(3, 14, "c")]))).toEqual({ reset: false, ids: ["c"] });
+    expect(ids(c.absorb(poll(snap(10, 15, [10]), [row(1, 12, "a"), row(2, 13, "b"), row(3, 14, "c")])))).toEqual(["c"]);
   });
 
   it("holds only what was notified since the last poll, however long a transaction stays open", () => {
@@ -58,7 +60,7 @@ describe("change log cursor", () => {
       for (const r of rows) expect(c.notified(r.seq, r.xid, r.id)).toBe(r.id);
       expect(c.held).toBe(2);
       xid += 2;
-      expect(c.absorb(poll(snap(10, xid, [10]), rows))).toEqual({ reset: false, ids: [] });
+      expect(ids(c.absorb(poll(snap(10, xid, [10]), rows)))).toEqual([]);
       expect(c.held).toBe(0);
     }
   });
@@ -75,7 +77,7 @@ describe("change log cursor", () => {
     expect(fresh().absorb(poll(snap(50, 58, [50]), []))).toMatchObject({ reset: true, reason: expect.stringMatching(/backwards/) });
     expect(fresh().absorb(poll(snap(60), [row(1, 55, "")]))).toMatchObject({ reset: true, reason: expect.stringMatching(/truncated/) });
     // Pruning what it has already read is not a gap.
-    expect(fresh().absorb(poll(snap(60), [], { prunedBelow: 50n }))).toEqual({ reset: false, ids: [] });
+    expect(ids(fresh().absorb(poll(snap(60), [], { prunedBelow: 50n })))).toEqual([]);
   });
 
   it("reads pg_snapshot's text", () => {
@@ -116,7 +118,7 @@ describe("change log cursor", () => {
           if (!rereads) rowsRead += rows.length;
           const step = c.absorb(poll(s, prev === undefined ? [] : rows));
           expect(step.reset).toBe(false);
-          if (!step.reset) applied.push(...step.ids);
+          if (!step.reset) applied.push(...step.changes.map((change) => change.id));
         };
         const deliver = (n: number) => {
           for (const r of pending.splice(0, n)) {

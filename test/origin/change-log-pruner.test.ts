@@ -74,7 +74,7 @@ describe("pruning the PostgreSQL change log", () => {
     await poll(caughtUp); // its watermark is past a's transaction
     expect(await db.pruner.pruneOnce()).toBe(1);
     expect(await poll(behind)).toEqual({ reset: true, reason: expect.stringMatching(/pruned/) });
-    expect(await poll(caughtUp)).toEqual({ reset: false, ids: [] });
+    expect(await poll(caughtUp)).toEqual({ reset: false, changes: [] });
   });
 
   it("deletes in bounded statements, walks past rows still owed a purge, and goes on at the next run", async () => {

@@ -106,9 +106,9 @@ describe.each([
   it("records deleting a live item, and nothing for deleting what is not there", async () => {
     const { store, source } = await open();
     await store.put("a", body);
-    expect(await store.delete("a")).toBe(true);
-    expect(await store.delete("a")).toBe(false);
-    expect(await store.delete("never")).toBe(false);
+    expect((await store.delete("a")).deleted).toBe(true);
+    expect((await store.delete("a")).deleted).toBe(false);
+    expect((await store.delete("never")).deleted).toBe(false);
     expect(ids(await source.take(10))).toEqual(["a", "a"]);
   });
 

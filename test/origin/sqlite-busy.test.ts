@@ -65,7 +65,7 @@ describe("SQLite store, write lock held elsewhere", () => {
   it("fails writes waiting past busy_timeout with StoreUnavailableError, writes nothing, and serves the next write", async () => {
     const path = join(tempDir(), "items.sqlite");
     const { store } = open(path, { recordChanges: true });
-    const first = await store.put("a", bytes('{"v":1}'));
+    const first = (await store.put("a", bytes('{"v":1}'))).etag;
     const lock = holdWriteLock(path);
 
     // Several at once: they share one transaction, and all fail with it (none retried alone).
@@ -86,11 +86,11 @@ describe("SQLite store, write lock held elsewhere", () => {
     expect(text((await store.get("a"))?.body)).toBe('{"v":1}');
     expect(await store.get("b")).toBeUndefined();
     expect(store.pendingChanges(10).map((c) => c.id)).toEqual(["a"]);
-    const second = await store.put("a", bytes('{"v":3}'));
+    const second = (await store.put("a", bytes('{"v":3}'))).etag;
     expect(second.slice(0, 3)).toBe(first.slice(0, 3)); // same epoch…
     expect(second).toBe(first.replace(/1"$/, '2"')); // …version 2
     expect(text((await store.get("a"))?.body)).toBe('{"v":3}');
-    expect(await store.delete("a")).toBe(true);
+    expect(await store.delete("a")).toEqual({ deleted: true, transaction: undefined });
     expect(await store.get("a")).toBeUndefined();
     expect(store.pendingChanges(10).map((c) => c.id)).toEqual(["a", "a", "a"]);
   });
@@ -136,7 +136,7 @@ describe("SQLite store, writer thread stops", () => {
     expect(lines.join("\n")).toMatch(/store writer thread for .* stopped \(exit code 1\); writes fail \(503\) until it runs again/);
 
     // The replacement is started at once: the next write reaches it.
-    const etag = await store.put("a", bytes('{"v":3}'));
+    const { etag } = await store.put("a", bytes('{"v":3}'));
     expect(text((await store.get("a"))?.body)).toBe('{"v":3}');
     expect((await store.get("a"))?.etag).toBe(etag);
     await logged(/running again/);

@@ -3,7 +3,7 @@
 // and on PostgreSQL.
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { PreconditionFailedError, type ItemStore, type WriteCondition } from "../../src/origin/store/item-store.ts";
+import { PreconditionFailedError, type Deleted, type ItemStore, type Put, type WriteCondition } from "../../src/origin/store/item-store.ts";
 import { etagFor } from "../../src/origin/store/etag.ts";
 import { openPool } from "../../src/origin/store/postgres/connection.ts";
 import { OwnedTableStore } from "../../src/origin/store/postgres/owned-table-store.ts";
@@ -48,6 +48,11 @@ const implementations: [string, Open][] = [
   ],
 ];
 
+/** The ETag a put reports (what it reports of its transaction is checked on its own). */
+const tagOf = async (write: Promise<Put>) => (await write).etag;
+/** Whether a delete found a live item to delete. */
+const deletedBy = async (write: Promise<Deleted>) => (await write).deleted;
+
 /** What a conditional write did: its value, or "412" when the store refused it. */
 async function outcome<T>(write: Promise<T>): Promise<T | "412"> {
   try {
@@ -58,19 +63,35 @@ async function outcome<T>(write: Promise<T>): Promise<T | "412"> {
   }
 }
 
-describe.each(implementations)("store contract: %s", (_, open) => {
+describe.each(implementations)("store contract: %s", (name, open) => {
+  it("reports the transaction of each write that changed something, where a feed will report it back (PostgreSQL)", async () => {
+    const [one] = await open(["Nn", "Oo"]);
+    const writes = [
+      await one.put("t", bytes("1")),
+      await one.put("t", bytes("2"), { ifMatch: "*" }),
+      await one.delete("t", { ifMatch: "*" }),
+      await one.put("t", bytes("3")),
+      await one.delete("t"),
+    ];
+    expect(await one.delete("t")).toEqual({ deleted: false, transaction: undefined });
+    expect(await one.delete("t", { ifNoneMatch: "*" })).toEqual({ deleted: false, transaction: undefined });
+    const transactions = writes.map((w) => w.transaction);
+    if (name === "SQLite") expect(transactions).toEqual([undefined, undefined, undefined, undefined, undefined]);
+    else for (let i = 1; i < transactions.length; i++) expect(transactions[i]!).toBeGreaterThan(transactions[i - 1]!);
+  });
+
   it("versions every write, never reuses a version after a delete, and stamps the writer's epoch", async () => {
     const [one, two] = await open(["Aa", "Bb"]);
     expect(await one.get("k")).toBeUndefined();
-    expect(await one.put("k", bytes('{"v":1}'))).toBe(etagFor("Aa", 1));
-    expect(await two.put("k", bytes('{"v":2}'))).toBe(etagFor("Bb", 2));
+    expect(await tagOf(one.put("k", bytes('{"v":1}')))).toBe(etagFor("Aa", 1));
+    expect(await tagOf(two.put("k", bytes('{"v":2}')))).toBe(etagFor("Bb", 2));
     // Both sessions read the same row: the same ETag whoever asks (what lets the edge revalidate anywhere).
     for (const s of [one, two]) expect(await s.get("k")).toEqual({ etag: etagFor("Bb", 2), body: expect.anything() });
     expect(text((await one.get("k"))?.body)).toBe('{"v":2}');
-    expect(await one.delete("k")).toBe(true);
+    expect(await deletedBy(one.delete("k"))).toBe(true);
     expect(await two.get("k")).toBeUndefined();
-    expect(await two.delete("k")).toBe(false);
-    expect(await one.put("k", bytes('{"v":3}'))).toBe(etagFor("Aa", 4)); // the tombstone kept version 3
+    expect(await deletedBy(two.delete("k"))).toBe(false);
+    expect(await tagOf(one.put("k", bytes('{"v":3}')))).toBe(etagFor("Aa", 4)); // the tombstone kept version 3
     expect(one.writable).toBe(true);
   });
 
@@ -108,20 +129,20 @@ describe.each(implementations)("store contract: %s", (_, open) => {
 
     it("PUT If-Match: the current strong ETag or `*` writes; a stale, foreign or missing one, or a missing item, is refused", async () => {
       const [one, two, changes] = await open(["Gg", "Hh"]);
-      const e1 = await one.put("k", bytes('{"v":1}'));
+      const e1 = await tagOf(one.put("k", bytes('{"v":1}')));
       // Another session's ETag is matched as well: both compute the same ETag from the row.
-      const e2 = await two.put("k", bytes('{"v":2}'), { ifMatch: [e1] });
+      const e2 = await tagOf(two.put("k", bytes('{"v":2}'), { ifMatch: [e1] }));
       expect(e2).toBe(etagFor("Hh", 2));
-      expect(await one.put("k", bytes('{"v":3}'), { ifMatch: ['"other"', e2] })).toBe(etagFor("Gg", 3));
+      expect(await tagOf(one.put("k", bytes('{"v":3}'), { ifMatch: ['"other"', e2] }))).toBe(etagFor("Gg", 3));
       const e3 = etagFor("Gg", 3);
       for (const ifMatch of [[e1], [e2], ['"nope"'], [], [etagFor("Hh", 3)], [e3.slice(0, -1) + '0"'], ['"Gg03"']]) {
         await refusedChangesNothing(one, changes, "k", () => one.put("k", bytes('{"v":"no"}'), { ifMatch }));
       }
-      expect(await two.put("k", bytes('{"v":4}'), { ifMatch: "*" })).toBe(etagFor("Hh", 4));
+      expect(await tagOf(two.put("k", bytes('{"v":4}'), { ifMatch: "*" }))).toBe(etagFor("Hh", 4));
       // No live item: If-Match never holds, and the refusal leaves no row behind (the next version is 1).
       await refusedChangesNothing(one, changes, "new", () => one.put("new", bytes("1"), { ifMatch: "*" }));
       await refusedChangesNothing(one, changes, "new", () => one.put("new", bytes("1"), { ifMatch: [etagFor("Gg", 1)] }));
-      expect(await one.put("new", bytes("1"))).toBe(etagFor("Gg", 1));
+      expect(await tagOf(one.put("new", bytes("1")))).toBe(etagFor("Gg", 1));
       // A tombstone is no live item either.
       await one.delete("new");
       await refusedChangesNothing(one, changes, "new", () => one.put("new", bytes("2"), { ifMatch: "*" }));
@@ -130,82 +151,82 @@ describe.each(implementations)("store contract: %s", (_, open) => {
 
     it("PUT If-None-Match: `*` creates only; a list refuses the current ETag (weak comparison: tags without W/)", async () => {
       const [one, two, changes] = await open(["Ii", "Jj"]);
-      expect(await one.put("c", bytes('{"v":1}'), { ifNoneMatch: "*" })).toBe(etagFor("Ii", 1));
+      expect(await tagOf(one.put("c", bytes('{"v":1}'), { ifNoneMatch: "*" }))).toBe(etagFor("Ii", 1));
       await refusedChangesNothing(two, changes, "c", () => two.put("c", bytes('{"v":2}'), { ifNoneMatch: "*" }));
       await one.delete("c");
-      expect(await two.put("c", bytes('{"v":3}'), { ifNoneMatch: "*" })).toBe(etagFor("Jj", 3)); // over the tombstone
+      expect(await tagOf(two.put("c", bytes('{"v":3}'), { ifNoneMatch: "*" }))).toBe(etagFor("Jj", 3)); // over the tombstone
       const current = etagFor("Jj", 3);
       await refusedChangesNothing(one, changes, "c", () => one.put("c", bytes("0"), { ifNoneMatch: ['"x"', current] }));
-      expect(await one.put("c", bytes('{"v":4}'), { ifNoneMatch: [etagFor("Jj", 2), '"x"'] })).toBe(etagFor("Ii", 4));
-      expect(await one.put("fresh", bytes("1"), { ifNoneMatch: [etagFor("Ii", 1)] })).toBe(etagFor("Ii", 1)); // nothing to match
-      expect(await one.put("c", bytes('{"v":5}'), { ifNoneMatch: [] })).toBe(etagFor("Ii", 5));
+      expect(await tagOf(one.put("c", bytes('{"v":4}'), { ifNoneMatch: [etagFor("Jj", 2), '"x"'] }))).toBe(etagFor("Ii", 4));
+      expect(await tagOf(one.put("fresh", bytes("1"), { ifNoneMatch: [etagFor("Ii", 1)] }))).toBe(etagFor("Ii", 1)); // nothing to match
+      expect(await tagOf(one.put("c", bytes('{"v":5}'), { ifNoneMatch: [] }))).toBe(etagFor("Ii", 5));
     });
 
     it("PUT with both: If-Match must hold and If-None-Match must too", async () => {
       const [one, , changes] = await open(["Kk", "Ll"]);
-      const e1 = await one.put("b", bytes("1"));
+      const e1 = await tagOf(one.put("b", bytes("1")));
       await refusedChangesNothing(one, changes, "b", () => one.put("b", bytes("2"), { ifMatch: [e1], ifNoneMatch: [e1] }));
       await refusedChangesNothing(one, changes, "b", () => one.put("b", bytes("2"), { ifMatch: "*", ifNoneMatch: "*" }));
       await refusedChangesNothing(one, changes, "missing", () => one.put("missing", bytes("2"), { ifMatch: "*", ifNoneMatch: ['"x"'] }));
-      expect(await one.put("b", bytes("2"), { ifMatch: [e1], ifNoneMatch: ['"x"'] })).toBe(etagFor("Kk", 2));
+      expect(await tagOf(one.put("b", bytes("2"), { ifMatch: [e1], ifNoneMatch: ['"x"'] }))).toBe(etagFor("Kk", 2));
     });
 
     it("DELETE: If-Match refuses a stale ETag or a missing item; If-None-Match `*` refuses a live one; a list its current ETag", async () => {
       const [one, two, changes] = await open(["Mm", "Nn"]);
-      const e1 = await one.put("d", bytes("1"));
-      const e2 = await two.put("d", bytes("2"));
+      const e1 = await tagOf(one.put("d", bytes("1")));
+      const e2 = await tagOf(two.put("d", bytes("2")));
       await refusedChangesNothing(one, changes, "d", () => one.delete("d", { ifMatch: [e1] }));
       await refusedChangesNothing(one, changes, "d", () => one.delete("d", { ifNoneMatch: "*" }));
       await refusedChangesNothing(one, changes, "d", () => one.delete("d", { ifNoneMatch: [e2] }));
       await refusedChangesNothing(one, changes, "d", () => one.delete("d", { ifMatch: [e2], ifNoneMatch: [e2] }));
-      expect(await one.delete("d", { ifMatch: [e2] })).toBe(true);
+      expect(await deletedBy(one.delete("d", { ifMatch: [e2] }))).toBe(true);
       expect(await one.get("d")).toBeUndefined();
       await refusedChangesNothing(one, changes, "d", () => one.delete("d", { ifMatch: "*" }));
       await refusedChangesNothing(one, changes, "d", () => one.delete("d", { ifMatch: [e2] }));
       // No live item and no If-Match: the condition holds, and there is nothing to delete.
       const logged = await changes();
-      expect(await one.delete("d", { ifNoneMatch: "*" })).toBe(false);
-      expect(await one.delete("d", { ifNoneMatch: [e2] })).toBe(false);
+      expect(await deletedBy(one.delete("d", { ifNoneMatch: "*" }))).toBe(false);
+      expect(await deletedBy(one.delete("d", { ifNoneMatch: [e2] }))).toBe(false);
       expect(await changes()).toBe(logged);
-      const e4 = await one.put("d", bytes("4"));
-      expect(await two.delete("d", { ifNoneMatch: [e2] })).toBe(true);
-      expect(await one.put("d", bytes("6"))).toBe(etagFor("Mm", 6));
-      expect(await two.delete("d", { ifMatch: "*" })).toBe(true);
+      const e4 = await tagOf(one.put("d", bytes("4")));
+      expect(await deletedBy(two.delete("d", { ifNoneMatch: [e2] }))).toBe(true);
+      expect(await tagOf(one.put("d", bytes("6")))).toBe(etagFor("Mm", 6));
+      expect(await deletedBy(two.delete("d", { ifMatch: "*" }))).toBe(true);
       expect(e4).toBe(etagFor("Mm", 4));
     });
 
     it("matches ETags with multi-digit versions, and only as issued", async () => {
       const [one, , changes] = await open(["Oo", "Pp"]);
       let etag = "";
-      for (let v = 1; v <= 65; v++) etag = await one.put("m", bytes(String(v)));
+      for (let v = 1; v <= 65; v++) etag = await tagOf(one.put("m", bytes(String(v))));
       expect(etag).toBe(etagFor("Oo", 65)); // "Oo11"
       await refusedChangesNothing(one, changes, "m", () => one.put("m", bytes("x"), { ifMatch: [etagFor("Oo", 64)] }));
       await refusedChangesNothing(one, changes, "m", () => one.put("m", bytes("x"), { ifMatch: ['"Oo011"', `W/${etag}`, '"Oo65"'] }));
-      expect(await one.put("m", bytes("66"), { ifMatch: [etag] })).toBe(etagFor("Oo", 66));
+      expect(await tagOf(one.put("m", bytes("66"), { ifMatch: [etag] }))).toBe(etagFor("Oo", 66));
     });
 
     it("two sessions racing on one ETag: exactly one write wins, the other is refused", async () => {
       const [one, two, changes] = await open(["Qq", "Rr"]);
-      const e1 = await one.put("r", bytes("0"));
+      const e1 = await tagOf(one.put("r", bytes("0")));
       const logged = await changes();
       const race = async (writes: Promise<unknown>[]) => {
         const results = await Promise.all(writes.map(outcome));
         expect(results.filter((r) => r === "412")).toHaveLength(writes.length - 1);
         return results.find((r) => r !== "412");
       };
-      const winner = (await race([one.put("r", bytes('"one"'), { ifMatch: [e1] }), two.put("r", bytes('"two"'), { ifMatch: [e1] })])) as string;
+      const winner = (await race([tagOf(one.put("r", bytes('"one"'), { ifMatch: [e1] })), tagOf(two.put("r", bytes('"two"'), { ifMatch: [e1] }))])) as string;
       expect((await one.get("r"))?.etag).toBe(winner);
-      expect(await race([one.put("x", bytes("1"), { ifNoneMatch: "*" }), two.put("x", bytes("2"), { ifNoneMatch: "*" })])).toMatch(/^"..1"$/);
-      expect(await race([one.delete("r", { ifMatch: [winner] }), two.delete("r", { ifMatch: [winner] })])).toBe(true);
+      expect(await race([tagOf(one.put("x", bytes("1"), { ifNoneMatch: "*" })), tagOf(two.put("x", bytes("2"), { ifNoneMatch: "*" }))])).toMatch(/^"..1"$/);
+      expect(await race([deletedBy(one.delete("r", { ifMatch: [winner] })), deletedBy(two.delete("r", { ifMatch: [winner] }))])).toBe(true);
       expect(await changes()).toBe(logged + 3);
     });
 
     it("writes without a condition are unchanged", async () => {
       const [one] = await open(["Ss", "Tt"]);
       const none: WriteCondition | undefined = undefined;
-      expect(await one.put("u", bytes("1"), none)).toBe(etagFor("Ss", 1));
-      expect(await one.delete("u", none)).toBe(true);
-      expect(await one.delete("u", none)).toBe(false);
+      expect(await tagOf(one.put("u", bytes("1"), none))).toBe(etagFor("Ss", 1));
+      expect(await deletedBy(one.delete("u", none))).toBe(true);
+      expect(await deletedBy(one.delete("u", none))).toBe(false);
     });
   });
 });

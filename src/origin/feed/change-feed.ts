@@ -5,8 +5,11 @@
 // only writes.
 
 export interface ChangeHandlers {
-  /** `id` changed (created, updated or deleted) in a committed transaction. */
-  changed(id: string): void;
+  /**
+   * `id` changed (created, updated or deleted) in a committed transaction: `transaction`, where the feed
+   * knows it (PostgreSQL's xid8, what `ItemStore.put`/`delete` report as `transaction`).
+   */
+  changed(id: string, transaction?: bigint): void;
   /** Changes may have been missed: everything cached may be stale. `reason` is for the log. */
   lostTrack(reason: string): void;
 }

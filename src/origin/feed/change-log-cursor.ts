@@ -43,7 +43,8 @@ export interface ChangePoll {
   rows: readonly ChangeRow[];
 }
 
-export type CursorStep = { reset: false; ids: string[] } | { reset: true; reason: string };
+/** `changes`: the rows to apply, each once (the transaction that made each lets an instance tell its own writes). */
+export type CursorStep = { reset: false; changes: ChangeRow[] } | { reset: true; reason: string };
 
 export class ChangeLogCursor {
   #feedId: string | undefined;
@@ -62,7 +63,7 @@ export class ChangeLogCursor {
     return this.#applied.size;
   }
 
-  /** A poll's result: the ids to drop (each once), or a reset when changes may have been missed. */
+  /** A poll's result: the changes to apply (each once), or a reset when changes may have been missed. */
   absorb(poll: ChangePoll): CursorStep {
     const since = this.#since;
     const { snapshot } = poll;
@@ -79,18 +80,18 @@ export class ChangeLogCursor {
       this.#applied.clear();
       return { reset: true, reason };
     }
-    const ids: string[] = [];
+    const changes: ChangeRow[] = [];
     let everything = false;
     for (const row of poll.rows) {
       // Already applied: by an earlier poll (its transaction had finished then), or by a notification.
       if ((since !== undefined && finishedIn(row.xid, since)) || this.#applied.has(row.seq)) continue;
       if (row.id === "") everything = true;
-      else ids.push(row.id);
+      else changes.push(row);
     }
     // Rows of transactions this snapshot sees as finished: this poll returned them, no later poll will.
     for (const [seq, xid] of this.#applied) if (finishedIn(xid, snapshot)) this.#applied.delete(seq);
     if (everything) return { reset: true, reason: "the items table was truncated" };
-    return { reset: false, ids };
+    return { reset: false, changes };
   }
 
   /**

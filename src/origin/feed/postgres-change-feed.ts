@@ -118,7 +118,7 @@ export class PostgresChangeFeed implements ChangeFeed {
     this.pollStats.held = this.#cursor.held;
     if (id === undefined) return;
     if (id === "") this.#apply({ reset: true, reason: "the items table was truncated" });
-    else this.#apply({ reset: false, ids: [id] });
+    else this.#apply({ reset: false, changes: [change] });
   }
 
   /** Polls now, or right after the poll in flight (a reconnect must not wait for the next tick). */
@@ -205,7 +205,7 @@ export class PostgresChangeFeed implements ChangeFeed {
       return;
     }
     let failed: string | undefined;
-    for (const id of step.ids) {
+    for (const { id, xid } of step.changes) {
       // No request can name it (src/shared/item-id.ts), so nothing cached or filtered can be keyed by it; the
       // purger reads the change log itself (purge/postgres-purge-source.ts), so it loses nothing either.
       if (!isItemId(id)) {
@@ -218,7 +218,7 @@ export class PostgresChangeFeed implements ChangeFeed {
       }
       this.stats.changes++;
       try {
-        handlers.changed(id);
+        handlers.changed(id, xid);
       } catch (error) {
         this.pollStats.handlerFailures++;
         failed = id;

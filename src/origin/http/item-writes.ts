@@ -12,7 +12,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ROUTE_ITEM, type OriginMetrics, type StoreOp } from "../metrics.ts";
 import type { ItemLoader } from "../reads/item-loader.ts";
-import { PreconditionFailedError, StoreUnavailableError, type ItemStore, type WriteCondition } from "../store/item-store.ts";
+import { PreconditionFailedError, StoreUnavailableError, type Deleted, type ItemStore, type Put, type WriteCondition } from "../store/item-store.ts";
 import { askForBody, isJsonContentType, readBody } from "./body.ts";
 import { checkAndMinifyJson } from "./json.ts";
 import { parseEntityTags } from "../../shared/entity-tags.ts";
@@ -110,9 +110,9 @@ export class ItemWrites {
     const condition = writeCondition(conditions);
     if (condition === null) return this.#refused(res, "PUT");
     const ticket = loader.beginWrite(id);
-    let etag: string;
+    let written: Put;
     try {
-      etag = await this.#timed("put", () => store.put(id, json.minified, condition));
+      written = await this.#timed("put", () => store.put(id, json.minified, condition));
     } catch (error) {
       if (error instanceof PreconditionFailedError) {
         loader.abandonWrite(ticket);
@@ -122,7 +122,8 @@ export class ItemWrites {
       this.#o.committed(id);
       throw error;
     }
-    loader.endWrite(ticket, wire.entry({ etag, body: json.minified }));
+    const { etag, transaction } = written;
+    loader.endWrite(ticket, wire.entry({ etag, body: json.minified }), transaction);
     this.#o.committed(id);
     wire.head(res, 204, ["ETag", etag]);
     metrics.countRequest(ROUTE_ITEM, "PUT", 204);
@@ -133,8 +134,9 @@ export class ItemWrites {
     const condition = writeCondition(conditions);
     if (condition === null) return this.#refused(res, "DELETE");
     const ticket = loader.beginWrite(id);
+    let deleted: Deleted;
     try {
-      await this.#timed("delete", () => store.delete(id, condition));
+      deleted = await this.#timed("delete", () => store.delete(id, condition));
     } catch (error) {
       if (error instanceof PreconditionFailedError) {
         loader.abandonWrite(ticket);
@@ -144,7 +146,7 @@ export class ItemWrites {
       this.#o.committed(id);
       throw error;
     }
-    loader.endWrite(ticket, MISSING);
+    loader.endWrite(ticket, MISSING, deleted.transaction);
     this.#o.committed(id);
     wire.head(res, 204);
     metrics.countRequest(ROUTE_ITEM, "DELETE", 204);

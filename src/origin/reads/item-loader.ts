@@ -23,6 +23,11 @@ interface Activity {
   generation: number;
   read: Flight | undefined;
   writes: number;
+  /**
+   * Changes the feed reported while a write was in flight, with their transactions: one of them may be that
+   * write's own, reported before the write ended here.
+   */
+  reported: { transaction: bigint; generation: number }[] | undefined;
 }
 
 /** A write in progress, from `beginWrite` to `endWrite`. */
@@ -30,6 +35,9 @@ export interface WriteTicket {
   readonly id: string;
   readonly generation: number;
 }
+
+/** Ids whose own write's feed report is still awaited beyond this are forgotten (their next report drops the entry). */
+const MAX_AWAITED_REPORTS = 65_536;
 
 /**
  * Concurrent misses for one id share one store read, and the ready-to-send entry (ETag, 200 and 304 bytes)
@@ -40,6 +48,12 @@ export interface WriteTicket {
  * happened while it ran and no write is in flight; a write fills it with its own result only if no other
  * change happened while it ran. Otherwise the entry is dropped and the next read goes to the store. A read
  * that lost the race still answers the requests waiting on it: they started before the change was known.
+ *
+ * On PostgreSQL the feed also reports this instance's own writes. A report that names the transaction of
+ * the write whose result is cached changes nothing the cache does not already show, so it keeps the entry
+ * (the next read needs no store read); a report of any other transaction drops it, as does any change that
+ * came between. Only an exact match of the transaction keeps an entry: forgetting a transaction (at a reset,
+ * or past MAX_AWAITED_REPORTS) only costs a store read.
  */
 export class ItemLoader {
   readonly #cache: ReadyItems;
@@ -47,8 +61,12 @@ export class ItemLoader {
   readonly #hooks: LoaderHooks;
   readonly #entryOf: (item: StoredItem) => ItemEntry;
   readonly #activity = new Map<string, Activity>();
+  /** Id → the transaction of this instance's write whose result is cached, until the feed reports it. */
+  readonly #awaitedReports = new Map<string, bigint>();
   storeReads = 0;
   coalesced = 0;
+  /** Feed reports of this instance's own writes, whose cached result was kept. */
+  ownChangesKept = 0;
 
   /** `writing(id)`: a write is about to be sent to the store (the membership filter learns the id first). */
   readonly #writing: (id: string) => void;
@@ -123,20 +141,34 @@ export class ItemLoader {
   /**
    * The write ended: `entry` is what the store now holds (write-through, so the writer reads its own write
    * without a store read), or undefined when the outcome is unknown (failed or timed out: it may have
-   * committed). Cached only if nothing else changed the id meanwhile; otherwise the entry is dropped.
+   * committed); `transaction`, the one it committed in if the feed will report it. Cached only if nothing
+   * else changed the id meanwhile (the feed reporting this very write does not count); otherwise dropped.
    */
-  endWrite(ticket: WriteTicket, entry: ReadyEntry | undefined): void {
+  endWrite(ticket: WriteTicket, entry: ReadyEntry | undefined, transaction?: bigint): void {
     const activity = this.#activity.get(ticket.id);
-    const unchanged = activity !== undefined && activity.generation === ticket.generation;
+    let unchanged = false;
+    let reported = false;
     if (activity !== undefined) {
-      activity.writes--;
+      let own = 0;
+      if (transaction !== undefined) {
+        for (const report of activity.reported ?? []) if (report.transaction === transaction && report.generation > ticket.generation) own++;
+      }
+      reported = own > 0;
+      unchanged = activity.generation === ticket.generation + own;
+      this.#writeDone(activity);
       // Always: a read that started while the write ran may have read the row as it was before the commit,
       // and must not put it back over what the write cached.
       activity.generation++;
       this.#forgetIfIdle(ticket.id, activity);
     }
-    if (unchanged && entry !== undefined) this.#cache.set(ticket.id, entry);
-    else this.#cache.delete(ticket.id);
+    if (unchanged && entry !== undefined) {
+      this.#cache.set(ticket.id, entry);
+      if (reported) this.ownChangesKept++;
+      else if (transaction !== undefined) {
+        if (this.#awaitedReports.size >= MAX_AWAITED_REPORTS) this.#awaitedReports.clear();
+        this.#awaitedReports.set(ticket.id, transaction);
+      }
+    } else this.#cache.delete(ticket.id);
   }
 
   /**
@@ -147,22 +179,35 @@ export class ItemLoader {
   abandonWrite(ticket: WriteTicket): void {
     const activity = this.#activity.get(ticket.id);
     if (activity === undefined) return;
-    activity.writes--;
+    this.#writeDone(activity);
     this.#forgetIfIdle(ticket.id, activity);
   }
 
-  /** Another writer changed `id` (the change feed said so): drop it, and keep reads in flight from caching it. */
-  invalidate(id: string): void {
+  /**
+   * The change feed reports a committed change to `id`, made in `transaction` if it says: drop the entry and
+   * keep reads in flight from caching it, unless it is the report of the write whose result is cached.
+   */
+  changed(id: string, transaction?: bigint): void {
+    const awaited = this.#awaitedReports.get(id);
+    if (awaited !== undefined) {
+      this.#awaitedReports.delete(id);
+      if (awaited === transaction) {
+        this.ownChangesKept++;
+        return;
+      }
+    }
     const activity = this.#activity.get(id);
     if (activity !== undefined) {
       activity.generation++;
       activity.read = undefined;
+      if (activity.writes > 0 && transaction !== undefined) (activity.reported ??= []).push({ transaction, generation: activity.generation });
     }
     this.#cache.delete(id);
   }
 
   /** Changes may have been missed (the feed lost track): drop everything, and keep every read in flight from caching. */
   invalidateAll(): void {
+    this.#awaitedReports.clear();
     for (const activity of this.#activity.values()) {
       activity.generation++;
       activity.read = undefined;
@@ -170,10 +215,14 @@ export class ItemLoader {
     this.#cache.clear();
   }
 
+  #writeDone(activity: Activity): void {
+    if (--activity.writes === 0) activity.reported = undefined;
+  }
+
   #activityOf(id: string): Activity {
     let activity = this.#activity.get(id);
     if (activity === undefined) {
-      activity = { generation: 0, read: undefined, writes: 0 };
+      activity = { generation: 0, read: undefined, writes: 0, reported: undefined };
       this.#activity.set(id, activity);
     }
     return activity;

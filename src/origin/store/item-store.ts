@@ -23,15 +23,15 @@ export interface ItemStore {
   readonly writable: boolean;
   get(id: string): Promise<StoredItem | undefined>;
   /**
-   * Committed (and durable) when the promise resolves; returns the new ETag. With a `condition` that does
-   * not hold, rejects with PreconditionFailedError and writes nothing.
-   */
-  put(id: string, body: Uint8Array, condition?: WriteCondition): Promise<string>;
-  /**
-   * Committed when the promise resolves; true if a live item was deleted. With a `condition` that does not
+   * Committed (and durable) when the promise resolves, with the new ETag. With a `condition` that does not
    * hold, rejects with PreconditionFailedError and writes nothing.
    */
-  delete(id: string, condition?: WriteCondition): Promise<boolean>;
+  put(id: string, body: Uint8Array, condition?: WriteCondition): Promise<Put>;
+  /**
+   * Committed when the promise resolves; `deleted` if a live item was deleted. With a `condition` that does
+   * not hold, rejects with PreconditionFailedError and writes nothing.
+   */
+  delete(id: string, condition?: WriteCondition): Promise<Deleted>;
   count(): Promise<number>;
   /** Inserts items only if the store holds none; returns how many were inserted. */
   seedIfEmpty(items: Iterable<readonly [string, Uint8Array]>): Promise<number>;
@@ -41,6 +41,25 @@ export interface ItemStore {
   ping(): Promise<boolean>;
   /** Waits for writes in flight, then closes. */
   close(): Promise<void>;
+}
+
+/**
+ * The transaction a write committed in, as the store's change feed will report it (PostgreSQL's xid8), so
+ * that an instance can tell its own write when the feed brings it back; undefined for a store whose feed
+ * does not report this instance's own writes (SQLite), or when nothing was changed.
+ */
+export type CommittedIn = bigint | undefined;
+
+export interface Put {
+  /** The item's new ETag. */
+  etag: string;
+  transaction: CommittedIn;
+}
+
+export interface Deleted {
+  /** False: there was no live item, nothing changed. */
+  deleted: boolean;
+  transaction: CommittedIn;
 }
 
 /**

@@ -7,13 +7,17 @@
 // `npm run check` runs: a refused configuration prints check's message and nothing starts, instead of a
 // worker that answers every request 500. A piece that fails to start is reported in one line, with the fix
 // when it is known (a port taken), and the other is stopped.
+import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { parseEnv } from "node:util";
 import { parseEdgeConfig, type EdgeSpec } from "../src/edge/config/parse-edge-config.ts";
 import { ConfigError } from "../src/shared/config/config-error.ts";
 import { ExitedBeforeReady, freePort, localUrl, type Running, startOrigin, startWranglerDev } from "./lib/local-stack.ts";
 import { envFlag, type FlagSpec, readWranglerVars, usageText, UsageError, varFlags } from "./lib/wrangler-vars.ts";
 
+/** Where wrangler.toml and .dev.vars are (wrangler dev runs there). */
+const ROOT = resolve(import.meta.dirname, "..");
 const DEFAULT_WORKER_PORT = 8787;
 const DEFAULT_ORIGIN_PORT = 8788;
 const DEFAULT_METRICS_PORT = 8789;
@@ -85,6 +89,36 @@ export function planStart(argv: readonly string[], env: Readonly<Record<string, 
   return plan;
 }
 
+/** The file `wrangler dev` reads the worker's local secrets from: `.dev.vars.NAME` with --env NAME if it exists, else `.dev.vars`. */
+export function devVarsFile(root: string, envName: string | undefined): { file: string; text: string } | undefined {
+  for (const file of envName === undefined ? [".dev.vars"] : [`.dev.vars.${envName}`, ".dev.vars"]) {
+    const path = resolve(root, file);
+    if (existsSync(path)) return { file, text: readFileSync(path, "utf8") };
+  }
+  return undefined;
+}
+
+/**
+ * The ORIGIN_TOKEN both pieces get, and where it came from: the environment (which the origin reads) or the
+ * worker's `.dev.vars` (which wrangler dev reads). Each piece reads only its own, so a token given to one
+ * alone would make every read through the worker a 401, or leave the origin open while the worker sends a
+ * token; given in both, the two must be the same.
+ */
+export function originTokenFor(
+  env: Readonly<Record<string, string | undefined>>,
+  devVars: { file: string; text: string } | undefined,
+): { token: string; from: string } | undefined {
+  const fromEnv = env.ORIGIN_TOKEN || undefined;
+  const fromFile = devVars === undefined ? undefined : parseEnv(devVars.text).ORIGIN_TOKEN || undefined;
+  if (fromEnv !== undefined && fromFile !== undefined && fromEnv !== fromFile) {
+    throw new UsageError(
+      `ORIGIN_TOKEN in the environment is not the one in ${devVars!.file}: the worker would send one and the origin expect the other. Unset one of them, or make them the same.`,
+    );
+  }
+  if (fromEnv !== undefined) return { token: fromEnv, from: "the environment" };
+  return fromFile === undefined ? undefined : { token: fromFile, from: devVars!.file };
+}
+
 /** Validates the worker's vars as `npm run check` does; throws check's message (an Error) if refused. */
 export function checkWorkerVars(argv: readonly string[], envName: string | undefined, originUrl: string): EdgeSpec {
   const where = envName ? `wrangler.toml [env.${envName}]` : "wrangler.toml [vars]";
@@ -123,7 +157,8 @@ export function describeStartFailure(failure: ExitedBeforeReady, plan: Pick<Star
 export function runningBanner(
   urls: { worker: string; origin: string; metrics: string },
   spec: EdgeSpec,
-  originToken: boolean,
+  /** Where the origin's token came from (originTokenFor), if it has one. */
+  tokenFrom: string | undefined,
 ): string {
   const { cors } = spec;
   const patterns = cors.originPatterns.map((p) => `${p.prefix}*${p.suffix}`);
@@ -140,7 +175,7 @@ export function runningBanner(
       ? "(EDGE_CACHE_TTL is 0: every read through the worker asks the origin, so it shows a write at once)"
       : `(the worker's edge cache keeps an item up to EDGE_CACHE_TTL, ${ttl} s${ttl === 60 ? " (the default)" : ""}, and nothing purges it locally:\n` +
         `                  a read through ${urls.worker} right after a PUT may still show the old version)`;
-  const token = originToken ? ` -H "x-origin-token: $ORIGIN_TOKEN"` : "";
+  const token = tokenFrom === undefined ? "" : ` -H "x-origin-token: ${tokenFrom === "the environment" ? "$ORIGIN_TOKEN" : `<ORIGIN_TOKEN in ${tokenFrom}>`}"`;
   return `
 slim-edge is running:
   worker (edge)  ${urls.worker}   → try: curl -i ${urls.worker}/items/1
@@ -173,8 +208,10 @@ async function main(): Promise<void> {
   const originUrl = `http://127.0.0.1:${plan.originPort}`;
 
   let spec: EdgeSpec;
+  let token: { token: string; from: string } | undefined;
   try {
     spec = checkWorkerVars(argv, plan.envName, originUrl);
+    token = originTokenFor(process.env, devVarsFile(ROOT, plan.envName));
   } catch (error) {
     console.error(`${(error as Error).message}\nnpm start: refused; nothing was started.`);
     process.exit(1);
@@ -225,15 +262,23 @@ async function main(): Promise<void> {
       databasePath: process.env.DATABASE_URL ?? "./data/items.sqlite",
       seedItems: 1000,
       metricsPort: plan.metricsPort,
+      ...(token === undefined ? {} : { token: token.token }),
       echo: true,
     }),
   );
   const worker = await startPiece("worker", () =>
-    startWranglerDev({ port: plan.workerPort, ip: plan.workerIp, vars: { ORIGIN_URL: origin.url }, extraArgs: plan.wranglerArgs, echo: true }),
+    startWranglerDev({
+      port: plan.workerPort,
+      ip: plan.workerIp,
+      // A local --var, never deployed; wrangler shows its value as "(hidden)".
+      vars: { ORIGIN_URL: origin.url, ...(token === undefined ? {} : { ORIGIN_TOKEN: token.token }) },
+      extraArgs: plan.wranglerArgs,
+      echo: true,
+    }),
   );
   // Only now: whoever waits for this message may stop us at once, and both children must stop with us.
   const metricsUrl = plan.metricsPort === undefined ? `${origin.url}/metrics` : `${localUrl("127.0.0.1", plan.metricsPort)}/metrics`;
-  console.log(runningBanner({ worker: worker.url, origin: origin.url, metrics: metricsUrl }, spec, Boolean(process.env.ORIGIN_TOKEN)));
+  console.log(runningBanner({ worker: worker.url, origin: origin.url, metrics: metricsUrl }, spec, token?.from));
 }
 
 // Run as `node scripts/start.ts`; imported (by the tests), it only exports its pure parts.

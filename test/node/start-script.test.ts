@@ -3,13 +3,13 @@
 // as `npm run check` validates them before anything starts, a piece that fails to start reported in one
 // line with its fix, and the banner. Starting the whole stack (wrangler dev) is left to the end-to-end tests.
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { freePort, ExitedBeforeReady } from "../../scripts/lib/local-stack.ts";
-import { checkWorkerVars, describeStartFailure, planStart, runningBanner } from "../../scripts/start.ts";
+import { checkWorkerVars, describeStartFailure, devVarsFile, originTokenFor, planStart, runningBanner } from "../../scripts/start.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const dir = mkdtempSync(join(tmpdir(), "slim-edge-start-"));
@@ -97,28 +97,59 @@ describe("describeStartFailure", () => {
   });
 });
 
+describe("the origin's token", () => {
+  const devVars = (text: string) => ({ file: ".dev.vars", text });
+
+  it("goes to both pieces from wherever it was given: the environment (the origin's) or .dev.vars (the worker's)", () => {
+    expect(originTokenFor({}, undefined)).toBeUndefined();
+    expect(originTokenFor({ ORIGIN_TOKEN: "" }, devVars("OTHER=1\n"))).toBeUndefined();
+    expect(originTokenFor({ ORIGIN_TOKEN: "from-the-environment" }, undefined)).toEqual({ token: "from-the-environment", from: "the environment" });
+    expect(originTokenFor({}, devVars('# local secrets\nORIGIN_TOKEN="from the file 0123"\n'))).toEqual({ token: "from the file 0123", from: ".dev.vars" });
+    expect(originTokenFor({ ORIGIN_TOKEN: "same-0123456789ab" }, devVars("ORIGIN_TOKEN=same-0123456789ab"))).toEqual({ token: "same-0123456789ab", from: "the environment" });
+  });
+
+  it("refuses two different tokens, naming both places", () => {
+    expect(() => originTokenFor({ ORIGIN_TOKEN: "one-0123456789abc" }, { file: ".dev.vars.staging", text: "ORIGIN_TOKEN=two-0123456789abc" })).toThrow(
+      "ORIGIN_TOKEN in the environment is not the one in .dev.vars.staging: the worker would send one and the origin expect the other. Unset one of them, or make them the same.",
+    );
+  });
+
+  it("reads the file wrangler dev reads: .dev.vars.NAME with --env NAME if there is one, else .dev.vars", () => {
+    const root = join(dir, "dev-vars");
+    mkdirSync(root);
+    expect(devVarsFile(root, undefined)).toBeUndefined();
+    writeFileSync(join(root, ".dev.vars"), "ORIGIN_TOKEN=a");
+    expect(devVarsFile(root, undefined)).toEqual({ file: ".dev.vars", text: "ORIGIN_TOKEN=a" });
+    expect(devVarsFile(root, "staging")).toEqual({ file: ".dev.vars", text: "ORIGIN_TOKEN=a" });
+    writeFileSync(join(root, ".dev.vars.staging"), "ORIGIN_TOKEN=b");
+    expect(devVarsFile(root, "staging")).toEqual({ file: ".dev.vars.staging", text: "ORIGIN_TOKEN=b" });
+  });
+});
+
 describe("the banner", () => {
   const urls = { worker: "http://127.0.0.1:8790", origin: "http://127.0.0.1:8788", metrics: "http://127.0.0.1:8789/metrics" };
 
   it("shows a write to try against the origin, and that the worker's edge cache may still hold the old version", () => {
-    const text = runningBanner(urls, checkWorkerVars([], undefined, urls.origin), false);
+    const text = runningBanner(urls, checkWorkerVars([], undefined, urls.origin), undefined);
     expect(text).toContain(`curl -i -X PUT ${urls.origin}/items/1 -H 'Content-Type: application/json' -d '{"id":"1","name":"changed"}'`);
     expect(text).toContain("the worker's edge cache keeps an item up to EDGE_CACHE_TTL, 60 s (the default), and nothing purges it locally");
     expect(text).toContain(`a read through ${urls.worker} right after a PUT may still show the old version`);
     expect(text).toContain(`curl -i ${urls.worker}/items/1`);
     expect(text).toContain("CORS is off until you allow origins: npm start -- --var CORS_ALLOW_ORIGINS:https://app.example.com");
-    const noCache = runningBanner(urls, checkWorkerVars(["--var", "EDGE_CACHE_TTL:0"], undefined, urls.origin), true);
+    const noCache = runningBanner(urls, checkWorkerVars(["--var", "EDGE_CACHE_TTL:0"], undefined, urls.origin), "the environment");
     expect(noCache).toContain("EDGE_CACHE_TTL is 0: every read through the worker asks the origin");
     expect(noCache).toContain(`curl -i -X PUT -H "x-origin-token: $ORIGIN_TOKEN" ${urls.origin}/items/1`);
+    const fromFile = runningBanner(urls, checkWorkerVars([], undefined, urls.origin), ".dev.vars");
+    expect(fromFile).toContain(`curl -i -H "x-origin-token: <ORIGIN_TOKEN in .dev.vars>" ${urls.origin}/items/1`);
   });
 
   it("reflects the CORS configuration actually running", () => {
     const spec = checkWorkerVars(["--var", "CORS_ALLOW_ORIGINS:https://app.example.com,https://*.preview.example.com"], undefined, urls.origin);
-    const text = runningBanner(urls, spec, false);
+    const text = runningBanner(urls, spec, undefined);
     expect(text).toContain("(CORS allows https://app.example.com, https://*.preview.example.com)");
     expect(text).toContain("-H 'Origin: https://app.example.com'");
     expect(text).not.toContain("CORS is off");
-    const staging = runningBanner(urls, checkWorkerVars(["--env", "staging"], "staging", urls.origin), false);
+    const staging = runningBanner(urls, checkWorkerVars(["--env", "staging"], "staging", urls.origin), undefined);
     expect(staging).toContain("(CORS allows https://staging.example.com, https://*.preview.example.com, with credentials)");
   });
 });
@@ -180,3 +211,42 @@ describe("npm start, a piece that cannot start", () => {
     expect(stdout).not.toContain("slim-edge is running");
   });
 });
+
+describe("npm start, the whole stack", () => {
+  it("gives an ORIGIN_TOKEN from the environment to the worker too: reads through the worker are answered, the origin refuses others", async () => {
+    // A developer's own .dev.vars may hold a token: npm start refuses a different one, so use the same.
+    const token = originTokenFor({}, devVarsFile(ROOT, undefined))?.token ?? "start-test-token-0123456789";
+    const child = spawn(process.execPath, ["scripts/start.ts", "--port", "0"], {
+      cwd: ROOT,
+      env: cleanEnv({ ORIGIN_TOKEN: token, PORT: String(await freePort()), METRICS_PORT: "off", DATABASE_URL: join(dir, "token.sqlite") }),
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+    });
+    let stdout = "";
+    let stderr = "";
+    const ready = new Promise<void>((done, fail) => {
+      child.stdout.setEncoding("utf8").on("data", (text: string) => {
+        stdout += text;
+        if (stdout.includes("slim-edge is running")) done();
+      });
+      child.once("exit", (code) => fail(new Error(`npm start exited (${code}) before it was ready: ${stderr}`)));
+    });
+    child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text));
+    const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)));
+    try {
+      await ready;
+      const worker = /worker \(edge\)\s+(\S+)/.exec(stdout)![1]!;
+      const origin = /origin\s+(http\S+)/.exec(stdout)![1]!;
+      const viaWorker = await fetch(`${worker}/items/1`);
+      expect(viaWorker.status, await viaWorker.clone().text()).toBe(200);
+      expect((await viaWorker.json()) as unknown).toMatchObject({ id: "1" });
+      expect((await fetch(`${origin}/items/1`)).status).toBe(401);
+      expect(stdout).toContain(`curl -i -H "x-origin-token: $ORIGIN_TOKEN" ${origin}/items/1`);
+      expect(stdout + stderr).not.toContain(token);
+    } finally {
+      child.kill("SIGINT");
+      expect(await exited).toBe(0);
+    }
+  }, 90_000);
+});
+

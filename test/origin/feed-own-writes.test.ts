@@ -1,10 +1,10 @@
 // On PostgreSQL every instance's change feed also reports the writes the instance made itself. The report of
 // the write whose result the instance cached keeps that entry: the writer's next read needs no store read,
 // whether the report comes after the write's answer or before it. Any other change still drops the entry
-// (feed-race.test.ts checks, over random interleavings, that no stale entry survives).
+// (item-loader.test.ts checks the loader against a model database over random interleavings).
 import { describe, expect, it } from "vitest";
 import type { RunningOrigin } from "../../src/origin/start-origin.ts";
-import type { ItemStore, Put, WriteCondition } from "../../src/origin/store/item-store.ts";
+import type { ItemStore, PutResult, WriteCondition } from "../../src/origin/store/item-store.ts";
 import { OwnedTableStore } from "../../src/origin/store/postgres/owned-table-store.ts";
 import { preparePostgres } from "../../src/origin/store/postgres/prepare.ts";
 import { registerCleanup, storeWith } from "./harness.ts";
@@ -69,7 +69,7 @@ describe("the change feed's reports of an instance's own writes", () => {
     let origin: RunningOrigin | undefined;
     // The write's answer comes back from the store only once the feed has applied its report.
     const store: ItemStore = storeWith(inner, {
-      async put(id: string, body: Uint8Array, condition?: WriteCondition): Promise<Put> {
+      async put(id: string, body: Uint8Array, condition?: WriteCondition): Promise<PutResult> {
         const changes = origin!.feed.stats.changes;
         const written = await inner.put(id, body, condition);
         await until(() => origin!.feed.stats.changes > changes, "the feed to report the write first");

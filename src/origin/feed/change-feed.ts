@@ -1,8 +1,9 @@
-// What every origin instance learns about changes it did not make itself: which item changed (drop it
-// from the cache, let the membership filter know it may exist, wake the purger), or that changes may have
+// What every origin instance learns about changes to the store: which item changed, and in which
+// transaction when the feed knows (drop it from the cache unless it is this instance's own write whose
+// result is cached, let the membership filter know it may exist, wake the purger), or that changes may have
 // been missed (drop everything). One interface, a PostgreSQL implementation (LISTEN/NOTIFY plus polling of
-// the change log) and a local one for the embedded SQLite store, where this process's own writes are the
-// only writes.
+// the change log: every writer's changes, this instance's own included) and, for the embedded SQLite store,
+// a local one (one process: its own writes are the only writes) or one relayed by the cluster's primary.
 
 export interface ChangeHandlers {
   /**

@@ -1,5 +1,5 @@
-// Where one instance stands in the change log, and what it must do with what it reads: which ids to drop,
-// or "drop everything" when it cannot prove it missed nothing. Pure: the SQL is in postgres-change-feed.ts.
+// Where one instance stands in the change log, and what it must do with what it reads: which changes to
+// apply (each once), or "drop everything" when it cannot prove it missed nothing. Pure: the SQL is in postgres-change-feed.ts.
 //
 // Why snapshots and not just sequence numbers: a change's seq is drawn when its transaction writes, but
 // transactions commit in any order, so "every seq after the last one I saw" misses a slow transaction that
@@ -95,7 +95,7 @@ export class ChangeLogCursor {
   }
 
   /**
-   * A notification: the id to drop, "" for everything, or undefined when a poll (or an earlier
+   * A notification: the id of the change to apply, "" for everything, or undefined when a poll (or an earlier
    * notification) already applied it. A row whose transaction the last poll's snapshot sees as finished was
    * returned by that poll or an earlier one.
    */

@@ -12,7 +12,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ROUTE_ITEM, type OriginMetrics, type StoreOp } from "../metrics.ts";
 import type { ItemLoader } from "../reads/item-loader.ts";
-import { PreconditionFailedError, StoreUnavailableError, type Deleted, type ItemStore, type Put, type WriteCondition } from "../store/item-store.ts";
+import { PreconditionFailedError, StoreUnavailableError, type DeleteResult, type ItemStore, type PutResult, type WriteCondition } from "../store/item-store.ts";
 import { askForBody, isJsonContentType, readBody } from "./body.ts";
 import { checkAndMinifyJson } from "./json.ts";
 import { parseEntityTags } from "../../shared/entity-tags.ts";
@@ -110,7 +110,7 @@ export class ItemWrites {
     const condition = writeCondition(conditions);
     if (condition === null) return this.#refused(res, "PUT");
     const ticket = loader.beginWrite(id);
-    let written: Put;
+    let written: PutResult;
     try {
       written = await this.#timed("put", () => store.put(id, json.minified, condition));
     } catch (error) {
@@ -134,7 +134,7 @@ export class ItemWrites {
     const condition = writeCondition(conditions);
     if (condition === null) return this.#refused(res, "DELETE");
     const ticket = loader.beginWrite(id);
-    let deleted: Deleted;
+    let deleted: DeleteResult;
     try {
       deleted = await this.#timed("delete", () => store.delete(id, condition));
     } catch (error) {

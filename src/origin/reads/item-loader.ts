@@ -135,6 +135,9 @@ export class ItemLoader {
     activity.generation++;
     activity.read = undefined;
     activity.writes++;
+    // Only the newest write can still be cached (this bump is no report), so only reports from now on can
+    // count: the list never outgrows one write, however many overlap.
+    activity.reported = undefined;
     return { id, generation: activity.generation };
   }
 
@@ -165,7 +168,7 @@ export class ItemLoader {
       this.#cache.set(ticket.id, entry);
       if (reported) this.ownChangesKept++;
       else if (transaction !== undefined) {
-        if (this.#awaitedReports.size >= MAX_AWAITED_REPORTS) this.#awaitedReports.clear();
+        if (this.#awaitedReports.size >= MAX_AWAITED_REPORTS && !this.#awaitedReports.has(ticket.id)) this.#awaitedReports.clear();
         this.#awaitedReports.set(ticket.id, transaction);
       }
     } else this.#cache.delete(ticket.id);

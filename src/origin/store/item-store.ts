@@ -26,12 +26,12 @@ export interface ItemStore {
    * Committed (and durable) when the promise resolves, with the new ETag. With a `condition` that does not
    * hold, rejects with PreconditionFailedError and writes nothing.
    */
-  put(id: string, body: Uint8Array, condition?: WriteCondition): Promise<Put>;
+  put(id: string, body: Uint8Array, condition?: WriteCondition): Promise<PutResult>;
   /**
    * Committed when the promise resolves; `deleted` if a live item was deleted. With a `condition` that does
    * not hold, rejects with PreconditionFailedError and writes nothing.
    */
-  delete(id: string, condition?: WriteCondition): Promise<Deleted>;
+  delete(id: string, condition?: WriteCondition): Promise<DeleteResult>;
   count(): Promise<number>;
   /** Inserts items only if the store holds none; returns how many were inserted. */
   seedIfEmpty(items: Iterable<readonly [string, Uint8Array]>): Promise<number>;
@@ -50,13 +50,13 @@ export interface ItemStore {
  */
 export type CommittedIn = bigint | undefined;
 
-export interface Put {
+export interface PutResult {
   /** The item's new ETag. */
   etag: string;
   transaction: CommittedIn;
 }
 
-export interface Deleted {
+export interface DeleteResult {
   /** False: there was no live item, nothing changed. */
   deleted: boolean;
   transaction: CommittedIn;

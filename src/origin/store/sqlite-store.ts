@@ -3,7 +3,7 @@ import { dirname } from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { Worker } from "node:worker_threads";
 import { EPOCH, etagFor, randomEpoch } from "./etag.ts";
-import { PreconditionFailedError, StoreUnavailableError, type Deleted, type ItemStore, type Put, type StoredItem, type WriteCondition } from "./item-store.ts";
+import { PreconditionFailedError, StoreUnavailableError, type DeleteResult, type ItemStore, type PutResult, type StoredItem, type WriteCondition } from "./item-store.ts";
 import { isBusy } from "./sqlite-busy.ts";
 // Types only: importing the writer's module here would run its thread loop in any worker thread that opens a store.
 import type { REFUSED, WriteReply, WriteRequest, WriterData, WriterMessage } from "./sqlite-writer.ts";
@@ -264,16 +264,19 @@ export class SqliteItemStore implements ItemStore {
     }
   }
 
-  /** A `condition` is evaluated by the writer thread in the transaction that writes (sqlite-writer.ts). */
-  /** No transaction in the result: no feed brings this process's writes back to it (its writes are the only ones). */
-  async put(id: string, body: Uint8Array, condition?: WriteCondition): Promise<Put> {
+  /**
+   * A `condition` is evaluated by the writer thread in the transaction that writes (sqlite-writer.ts). No
+   * transaction in the result: no feed reports a process's own writes back to it (other processes' writes
+   * reach it through the cluster relay, `RelayedChangeFeed`).
+   */
+  async put(id: string, body: Uint8Array, condition?: WriteCondition): Promise<PutResult> {
     const request: WriteRequest = condition === undefined ? { seq: ++this.#seq, op: "put", id, body } : { seq: ++this.#seq, op: "put", id, body, condition };
     const version = await this.#send(request);
     if (version === refused) throw new PreconditionFailedError(id);
     return { etag: etagFor(this.#epoch, version as number), transaction: undefined };
   }
 
-  async delete(id: string, condition?: WriteCondition): Promise<Deleted> {
+  async delete(id: string, condition?: WriteCondition): Promise<DeleteResult> {
     const request: WriteRequest = condition === undefined ? { seq: ++this.#seq, op: "delete", id } : { seq: ++this.#seq, op: "delete", id, condition };
     const deleted = await this.#send(request);
     if (deleted === refused) throw new PreconditionFailedError(id);

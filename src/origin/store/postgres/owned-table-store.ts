@@ -5,19 +5,19 @@
 
 import type { Fragment, PendingQuery, Sql } from "postgres";
 import { EPOCH, etagFor, parseEtag, randomEpoch } from "../etag.ts";
-import { PreconditionFailedError, type Deleted, type ItemStore, type Put, type StoredItem, type WriteCondition } from "../item-store.ts";
+import { PreconditionFailedError, type DeleteResult, type ItemStore, type PutResult, type StoredItem, type WriteCondition } from "../item-store.ts";
 import { answers, closePool, openPool, unavailable, withDeadline, type PostgresOptions } from "./connection.ts";
 import { ITEMS_TABLE } from "./schema.ts";
 
 const SEED_BATCH = 1000;
-
-/**
- * A written row: its new version, and the transaction that wrote it, as the trigger records it in the change
- * log (the `xid` column's default, pg_current_xact_id(): schema.ts) and the change feed reports it.
- */
-type Written = { version: string; xact: string };
 /** Ids per page of `ids()`: one index range scan of a few ms, far inside any deadline. */
 const ID_BATCH = 10_000;
+
+/**
+ * A written row: its new version, and the transaction that wrote it (`xid`) as the trigger records it in the
+ * change log (the column's default, pg_current_xact_id(): schema.ts) and the change feed reports it.
+ */
+type Written = { version: string; xid: string };
 
 export class OwnedTableStore implements ItemStore {
   readonly writable = true;
@@ -64,7 +64,7 @@ export class OwnedTableStore implements ItemStore {
    * row and evaluates that WHERE on its newest version). No row returned: refused, nothing written, so no
    * trigger fired and no change is logged.
    */
-  async put(id: string, body: Uint8Array, condition?: WriteCondition): Promise<Put> {
+  async put(id: string, body: Uint8Array, condition?: WriteCondition): Promise<PutResult> {
     const sql = this.#sql;
     const t = sql(ITEMS_TABLE);
     const bytes = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
@@ -73,23 +73,23 @@ export class OwnedTableStore implements ItemStore {
       statement = sql<Written[]>`
         INSERT INTO ${t} (id, version, epoch, body) VALUES (${id}, 1, ${this.#epoch}, ${bytes})
         ON CONFLICT (id) DO UPDATE SET version = ${t}.version + 1, epoch = excluded.epoch, body = excluded.body
-        RETURNING version, pg_current_xact_id()::text AS xact`;
+        RETURNING version, pg_current_xact_id()::text AS xid`;
     } else if (condition.ifMatch !== undefined) {
       statement = sql<Written[]>`
         UPDATE ${t} SET version = version + 1, epoch = ${this.#epoch}, body = ${bytes}
         WHERE id = ${id} AND body IS NOT NULL AND ${this.#holds(ITEMS_TABLE, condition)}
-        RETURNING version, pg_current_xact_id()::text AS xact`;
+        RETURNING version, pg_current_xact_id()::text AS xid`;
     } else {
       statement = sql<Written[]>`
         INSERT INTO ${t} (id, version, epoch, body) VALUES (${id}, 1, ${this.#epoch}, ${bytes})
         ON CONFLICT (id) DO UPDATE SET version = ${t}.version + 1, epoch = excluded.epoch, body = excluded.body
         WHERE ${t}.body IS NULL OR ${this.#holds(ITEMS_TABLE, condition)}
-        RETURNING version, pg_current_xact_id()::text AS xact`;
+        RETURNING version, pg_current_xact_id()::text AS xid`;
     }
     const rows = await withDeadline(statement, this.#timeoutMs, `writing item ${id}`);
     if (rows.length === 0) throw new PreconditionFailedError(id);
     const row = rows[0]!;
-    return { etag: etagFor(this.#epoch, Number(row.version)), transaction: BigInt(row.xact) };
+    return { etag: etagFor(this.#epoch, Number(row.version)), transaction: BigInt(row.xid) };
   }
 
   /**
@@ -98,30 +98,30 @@ export class OwnedTableStore implements ItemStore {
    * only if it holds; it also reports whether there was a live row, since a refusal and "nothing to delete"
    * are different answers (412, 204) unless If-Match asked for a live item.
    */
-  async delete(id: string, condition?: WriteCondition): Promise<Deleted> {
+  async delete(id: string, condition?: WriteCondition): Promise<DeleteResult> {
     const sql = this.#sql;
     const t = sql(ITEMS_TABLE);
     if (condition === undefined) {
       const rows = await withDeadline(
-        sql<Written[]>`UPDATE ${t} SET version = version + 1, body = NULL WHERE id = ${id} AND body IS NOT NULL RETURNING version, pg_current_xact_id()::text AS xact`,
+        sql<Written[]>`UPDATE ${t} SET version = version + 1, body = NULL WHERE id = ${id} AND body IS NOT NULL RETURNING version, pg_current_xact_id()::text AS xid`,
         this.#timeoutMs,
         `deleting item ${id}`,
       );
-      return rows.length > 0 ? { deleted: true, transaction: BigInt(rows[0]!.xact) } : { deleted: false, transaction: undefined };
+      return rows.length > 0 ? { deleted: true, transaction: BigInt(rows[0]!.xid) } : { deleted: false, transaction: undefined };
     }
     const rows = await withDeadline(
-      sql<{ live: number; xact: string | null }[]>`
+      sql<{ live: number; xid: string | null }[]>`
         WITH live AS (SELECT epoch, version FROM ${t} WHERE id = ${id} AND body IS NOT NULL FOR UPDATE),
         gone AS (
           UPDATE ${t} SET version = ${t}.version + 1, body = NULL FROM live
           WHERE ${t}.id = ${id} AND ${this.#holds("live", condition)}
-          RETURNING ${t}.version, pg_current_xact_id()::text AS xact)
-        SELECT (SELECT count(*) FROM live)::int AS live, (SELECT xact FROM gone) AS xact`,
+          RETURNING ${t}.version, pg_current_xact_id()::text AS xid)
+        SELECT (SELECT count(*) FROM live)::int AS live, (SELECT xid FROM gone) AS xid`,
       this.#timeoutMs,
       `deleting item ${id}`,
     );
-    const { live, xact } = rows[0]!;
-    if (xact !== null) return { deleted: true, transaction: BigInt(xact) };
+    const { live, xid } = rows[0]!;
+    if (xid !== null) return { deleted: true, transaction: BigInt(xid) };
     if (live > 0 || condition.ifMatch !== undefined) throw new PreconditionFailedError(id);
     return { deleted: false, transaction: undefined }; // no live item, and no If-Match asking for one: nothing to delete (204)
   }

@@ -7,7 +7,7 @@
 import { createHash } from "node:crypto";
 import type { Sql } from "postgres";
 import { checkAndMinifyJson } from "../../http/json.ts";
-import type { Deleted, ItemStore, Put, StoredItem } from "../item-store.ts";
+import type { DeleteResult, ItemStore, PutResult, StoredItem } from "../item-store.ts";
 import { answers, closePool, openPool, withDeadline, type PostgresOptions } from "./connection.ts";
 import { quoteName } from "./schema.ts";
 
@@ -76,11 +76,11 @@ export class UserTableStore implements ItemStore {
     return { etag: this.#etag(json.minified, row.version), body: json.minified };
   }
 
-  put(): Promise<Put> {
+  put(): Promise<PutResult> {
     return Promise.reject(new Error(`${this.#shape.table} is read only`));
   }
 
-  delete(): Promise<Deleted> {
+  delete(): Promise<DeleteResult> {
     return Promise.reject(new Error(`${this.#shape.table} is read only`));
   }
 

@@ -3,8 +3,8 @@
 // own cache (ReadyCache: W-TinyLFU, byte bound, TTL) on a simulated clock:
 //
 //   feed  CACHE_TTL_SECONDS=86400; every committed write drops the id from every instance `lagMs` after
-//         its commit, the writer's too (its own change comes back over the feed and drops the entry its
-//         write had put in: measured on the real origin, see bench/cluster.ts);
+//         its commit, except the writer's own entry: the feed's report of its own write keeps what that write
+//         cached, unless it wrote the id again meanwhile (src/origin/reads/item-loader.ts);
 //   ttl   the old behaviour: CACHE_TTL_SECONDS=300 and no feed. The writer caches what it wrote (its own
 //         writes are its feed, as with SQLite); the other instances keep serving what they hold until it
 //         expires.
@@ -76,7 +76,10 @@ export function replay(options: ReplayOptions): ReplayResult {
   // Pending feed invalidations, in commit order (a constant lag keeps them sorted).
   const dropAt: number[] = [];
   const dropId: number[] = [];
+  const dropVersion: number[] = [];
   let dropHead = 0;
+  /** Per instance, id → the version its own last write cached, until the feed reports a change to the id. */
+  const awaited = caches.map(() => new Map<number, number>());
 
   for (const cache of caches) for (let id = 1; id <= options.items; id++) cache.set(String(id), 1, options.entryBytes);
 
@@ -90,8 +93,12 @@ export function replay(options: ReplayOptions): ReplayResult {
   while (Math.min(nextRead, nextWrite) <= endMs) {
     now = Math.min(nextRead, nextWrite);
     while (dropHead < dropAt.length && dropAt[dropHead]! <= now) {
-      const key = String(dropId[dropHead]!);
-      for (const cache of caches) cache.delete(key);
+      const id = dropId[dropHead]!;
+      for (let i = 0; i < caches.length; i++) {
+        const own = awaited[i]!.get(id);
+        awaited[i]!.delete(id);
+        if (own !== dropVersion[dropHead]) caches[i]!.delete(String(id));
+      }
       dropHead++;
     }
     if (nextWrite <= nextRead) {
@@ -106,8 +113,10 @@ export function replay(options: ReplayOptions): ReplayResult {
       times.push(now);
       caches[writer]!.set(String(id), version[id]!, options.entryBytes);
       if (options.mode === "feed") {
+        awaited[writer]!.set(id, version[id]!);
         dropAt.push(now + options.lagMs);
         dropId.push(id);
+        dropVersion.push(version[id]!);
       }
       continue;
     }

@@ -112,7 +112,7 @@ export function formatReport(r: ClusterResult): string {
     `- hit ratio, ${a["ttl-seconds"]} s TTL: the origin has no switch to turn the feed off with PostgreSQL, and a ${a["ttl-seconds"]} s TTL does not expire in a short run, ` +
       `so this mode is a replay, not a measurement: the same seeded traffic, ${a["replay-seconds"]} simulated s, through ReadyCache with TTL semantics ` +
       `(other instances keep what they hold until it expires; the writer caches its own write). The feed replay drops each written id on every instance ` +
-      `${ms(r.hitRatio.replayLagMs)} ms after the commit (the measured p50), the writer's too, as the live origin does. ` +
+      `${ms(r.hitRatio.replayLagMs)} ms after the commit (the measured p50), except on the writer, which keeps what its own write cached, as the live origin does. ` +
       `The live figure covers the first seconds after every cache was warmed: a write to a rarely read item costs its miss only when the item is next read, ` +
       `minutes later, so the ratio settles lower over ${a["replay-seconds"]} s; the replay of the live windows alone checks the model against the live figure.`,
     `- PostgreSQL CPU: utime + stime of the postmaster and every backend (/proc), per wall second.`,

@@ -148,6 +148,16 @@ describe("feed vs TTL replay", () => {
     expect(ttl.instances.every((i) => i.stale > 0 && i.maxStaleAgeMs <= 300_000)).toBe(true);
   });
 
+  it("with the feed, a writer keeps what its own write cached: a lone instance never misses", () => {
+    const alone = replay({ ...base, instances: 1, mode: "feed", ttlSeconds: 86400, lagMs: 5 });
+    expect(alone.writes).toBe(1800);
+    expect(alone.instances[0]!.misses).toBe(0);
+    expect(alone.instances[0]!.stale).toBe(0);
+    // With others writing too, each other writer's report drops the entry: the next read misses.
+    const three = replay({ ...base, mode: "feed", ttlSeconds: 86400 });
+    expect(three.instances.every((i) => i.misses > 0 && i.stale === 0)).toBe(true);
+  });
+
   it("a lag lets reads within it see the old version, and only within it", () => {
     const lagged = replay({ ...base, mode: "feed", ttlSeconds: 86400, lagMs: 40, readsPerSecond: 500 });
     const stale = lagged.instances.reduce((n, i) => n + i.stale, 0);

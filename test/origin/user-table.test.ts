@@ -5,6 +5,7 @@ import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { ConfigError } from "../../src/shared/config/config-error.ts";
+import type { PostgresChangeFeed } from "../../src/origin/feed/postgres-change-feed.ts";
 import { startOrigin } from "../../src/origin/start-origin.ts";
 import { testConfig } from "./harness.ts";
 import { startOnPostgres, usePostgres } from "./pg-harness.ts";
@@ -40,6 +41,14 @@ async function catalogue(): Promise<{ url: string; db: string }> {
 async function get(url: string): Promise<{ status: number; etag: string | null; body: string }> {
   const res = await fetch(url);
   return { status: res.status, etag: res.headers.get("etag"), body: await res.text() };
+}
+
+async function eventuallyTrue(check: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 5000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
 }
 
 async function eventually(url: string, body: string | null): Promise<void> {
@@ -97,6 +106,36 @@ describe("serving the user's own table", () => {
     await postgres.pg.sql(`ALTER TABLE orders ADD COLUMN v bigint NOT NULL DEFAULT 1`, db);
     const versioned = await startOnPostgres(url, { ITEMS_TABLE: "orders", ITEMS_VERSION_COLUMN: "v" });
     expect((await get(`${versioned.url}/items/7`)).etag).toBe('"v1"');
+  });
+
+  it("after a change to the columns, whole-row bodies change with no change logged: the documented remedies bring them to every instance", async () => {
+    const { url, db } = await catalogue();
+    await feedInstall(url, ["--table", "orders"]);
+    const [a, b] = [await startOnPostgres(url, { ITEMS_TABLE: "orders" }), await startOnPostgres(url, { ITEMS_TABLE: "orders" })];
+    const before = await get(`${a.url}/items/7`);
+    expect(before.body).toBe('{"id":7,"total":12.50,"status":"open"}');
+    expect((await get(`${b.url}/items/7`)).body).toBe(before.body);
+    await postgres.pg.sql(`ALTER TABLE orders ADD COLUMN note text NOT NULL DEFAULT 'none'`, db);
+    // No row changed as far as a trigger can tell: nothing is logged, and after a poll that began once the
+    // column was there the instance still serves the old body.
+    const feed = a.feed as PostgresChangeFeed;
+    const polls = feed.pollStats.polls;
+    await eventuallyTrue(() => feed.pollStats.polls >= polls + 2, "two more polls");
+    expect(feed.stats.changes).toBe(0);
+    expect((await get(`${a.url}/items/7`)).body).toBe(before.body);
+    // Remedy without a version column: record "everything changed" by hand; the ETag follows the content.
+    await postgres.pg.sql(`INSERT INTO slim_edge_changes (item_id) VALUES ('')`, db);
+    for (const o of [a, b]) await eventually(`${o.url}/items/7`, '{"id":7,"note":"none","total":12.50,"status":"open"}'); // jsonb's key order
+    expect((await get(`${a.url}/items/7`)).etag).not.toBe(before.etag);
+
+    // With a version column the ETag does not follow the content: bump the versions, which logs every row.
+    await postgres.pg.sql(`ALTER TABLE orders ADD COLUMN v bigint NOT NULL DEFAULT 1`, db);
+    const versioned = await startOnPostgres(url, { ITEMS_TABLE: "orders", ITEMS_VERSION_COLUMN: "v" });
+    expect(await get(`${versioned.url}/items/7`)).toMatchObject({ etag: '"v1"', body: '{"v":1,"id":7,"note":"none","total":12.50,"status":"open"}' });
+    await postgres.pg.sql(`ALTER TABLE orders ADD COLUMN region text NOT NULL DEFAULT 'eu'`, db);
+    await postgres.pg.sql(`UPDATE orders SET v = v + 1`, db);
+    await eventually(`${versioned.url}/items/7`, '{"v":2,"id":7,"note":"none","total":12.50,"region":"eu","status":"open"}');
+    expect((await get(`${versioned.url}/items/7`)).etag).toBe('"v2"');
   });
 
   it("serves the table as a role that does not own it, given the grants --grant-to installs", async () => {

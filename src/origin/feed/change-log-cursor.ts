@@ -21,6 +21,9 @@
 // transaction as finished; from then on no poll returns it again and a late duplicate is recognised by its
 // xid alone, so what is remembered is at most what was committed since the last poll.
 
+/** Why a change with id "" resets the feed: a TRUNCATE logs one, and so may an operator (docs/origin.md). */
+export const EVERYTHING_CHANGED = "the change log says everything changed (the items table was truncated, or it was recorded by hand)";
+
 /** One row of the change log; `id` "" means everything changed (TRUNCATE). */
 export interface ChangeRow {
   seq: string;
@@ -90,7 +93,7 @@ export class ChangeLogCursor {
     }
     // Rows of transactions this snapshot sees as finished: this poll returned them, no later poll will.
     for (const [seq, xid] of this.#applied) if (finishedIn(xid, snapshot)) this.#applied.delete(seq);
-    if (everything) return { reset: true, reason: "the items table was truncated" };
+    if (everything) return { reset: true, reason: EVERYTHING_CHANGED };
     return { reset: false, changes };
   }
 

@@ -11,7 +11,7 @@ import { openPool, withDeadline, type PostgresOptions } from "../store/postgres/
 import { CHANGE_CHANNEL, CHANGES_TABLE, FEED_TABLE } from "../store/postgres/schema.ts";
 import { isItemId } from "../../shared/item-id.ts";
 import type { ChangeFeed, ChangeFeedStats, ChangeHandlers } from "./change-feed.ts";
-import { ChangeLogCursor, parseNotification, parseSnapshot, type ChangePoll, type CursorStep, type Snapshot } from "./change-log-cursor.ts";
+import { ChangeLogCursor, EVERYTHING_CHANGED, parseNotification, parseSnapshot, type ChangePoll, type CursorStep, type Snapshot } from "./change-log-cursor.ts";
 
 /**
  * How long the oldest transaction on the server may stay open before the feed says so (once): it no longer
@@ -117,7 +117,7 @@ export class PostgresChangeFeed implements ChangeFeed {
     const id = this.#cursor.notified(change.seq, change.xid, change.id);
     this.pollStats.held = this.#cursor.held;
     if (id === undefined) return;
-    if (id === "") this.#apply({ reset: true, reason: "the items table was truncated" });
+    if (id === "") this.#apply({ reset: true, reason: EVERYTHING_CHANGED });
     else this.#apply({ reset: false, changes: [change] });
   }
 

@@ -12,7 +12,8 @@ import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseEnv } from "node:util";
 import { parseEdgeConfig, type EdgeSpec } from "../src/edge/config/parse-edge-config.ts";
-import { ConfigError } from "../src/shared/config/config-error.ts";
+import { readToken } from "../src/origin/config/origin-var-readers.ts";
+import { ConfigError, type ConfigProblem } from "../src/shared/config/config-error.ts";
 import { ExitedBeforeReady, freePort, localUrl, type Running, startOrigin, startWranglerDev } from "./lib/local-stack.ts";
 import { envFlag, type FlagSpec, readWranglerVars, usageText, UsageError, varFlags } from "./lib/wrangler-vars.ts";
 
@@ -89,34 +90,50 @@ export function planStart(argv: readonly string[], env: Readonly<Record<string, 
   return plan;
 }
 
-/** The file `wrangler dev` reads the worker's local secrets from: `.dev.vars.NAME` with --env NAME if it exists, else `.dev.vars`. */
-export function devVarsFile(root: string, envName: string | undefined): { file: string; text: string } | undefined {
-  for (const file of envName === undefined ? [".dev.vars"] : [`.dev.vars.${envName}`, ".dev.vars"]) {
+/**
+ * ORIGIN_TOKEN as `wrangler dev` gives it to the worker locally (wrangler's getVarsForDev): from
+ * `.dev.vars.NAME` (with --env NAME) or else `.dev.vars`, the first that exists; only when neither does,
+ * from the `.env` files, later ones winning (`.env`, `.env.local`, `.env.NAME`, `.env.NAME.local`).
+ */
+export function workerLocalToken(root: string, envName: string | undefined): { token: string; file: string } | undefined {
+  const read = (file: string) => {
     const path = resolve(root, file);
-    if (existsSync(path)) return { file, text: readFileSync(path, "utf8") };
+    return existsSync(path) ? parseEnv(readFileSync(path, "utf8")).ORIGIN_TOKEN : null;
+  };
+  for (const file of envName === undefined ? [".dev.vars"] : [`.dev.vars.${envName}`, ".dev.vars"]) {
+    const token = read(file);
+    if (token !== null) return token ? { token, file } : undefined;
   }
-  return undefined;
+  let found: { token: string; file: string } | undefined;
+  for (const file of [".env", ".env.local", ...(envName === undefined ? [] : [`.env.${envName}`, `.env.${envName}.local`])]) {
+    const token = read(file);
+    if (token) found = { token, file };
+  }
+  return found;
 }
 
 /**
  * The ORIGIN_TOKEN both pieces get, and where it came from: the environment (which the origin reads) or the
- * worker's `.dev.vars` (which wrangler dev reads). Each piece reads only its own, so a token given to one
- * alone would make every read through the worker a 401, or leave the origin open while the worker sends a
- * token; given in both, the two must be the same.
+ * worker's local secrets file (which wrangler dev reads). Each piece reads only its own, so a token given to
+ * one alone would make every read through the worker a 401, or leave the origin open while the worker sends
+ * a token; given in both, the two must be the same, and it must be one the origin takes.
  */
 export function originTokenFor(
   env: Readonly<Record<string, string | undefined>>,
-  devVars: { file: string; text: string } | undefined,
+  worker: { token: string; file: string } | undefined,
 ): { token: string; from: string } | undefined {
   const fromEnv = env.ORIGIN_TOKEN || undefined;
-  const fromFile = devVars === undefined ? undefined : parseEnv(devVars.text).ORIGIN_TOKEN || undefined;
-  if (fromEnv !== undefined && fromFile !== undefined && fromEnv !== fromFile) {
+  if (fromEnv !== undefined && worker !== undefined && fromEnv !== worker.token) {
     throw new UsageError(
-      `ORIGIN_TOKEN in the environment is not the one in ${devVars!.file}: the worker would send one and the origin expect the other. Unset one of them, or make them the same.`,
+      `ORIGIN_TOKEN in the environment is not the one in ${worker.file}: the worker would send one and the origin expect the other. Unset one of them, or make them the same.`,
     );
   }
-  if (fromEnv !== undefined) return { token: fromEnv, from: "the environment" };
-  return fromFile === undefined ? undefined : { token: fromFile, from: devVars!.file };
+  const chosen = fromEnv !== undefined ? { token: fromEnv, from: "the environment" } : worker && { token: worker.token, from: worker.file };
+  if (chosen === undefined) return undefined;
+  const problems: ConfigProblem[] = [];
+  readToken(chosen.token, { problems, cwd: ".", present: true });
+  if (problems.length > 0) throw new UsageError(`ORIGIN_TOKEN in ${chosen.from} ${problems[0]!.message}`);
+  return chosen;
 }
 
 /** Validates the worker's vars as `npm run check` does; throws check's message (an Error) if refused. */
@@ -209,9 +226,11 @@ async function main(): Promise<void> {
 
   let spec: EdgeSpec;
   let token: { token: string; from: string } | undefined;
+  let workerToken: { token: string; file: string } | undefined;
   try {
     spec = checkWorkerVars(argv, plan.envName, originUrl);
-    token = originTokenFor(process.env, devVarsFile(ROOT, plan.envName));
+    workerToken = workerLocalToken(ROOT, plan.envName);
+    token = originTokenFor(process.env, workerToken);
   } catch (error) {
     console.error(`${(error as Error).message}\nnpm start: refused; nothing was started.`);
     process.exit(1);
@@ -270,8 +289,9 @@ async function main(): Promise<void> {
     startWranglerDev({
       port: plan.workerPort,
       ip: plan.workerIp,
-      // A local --var, never deployed; wrangler shows its value as "(hidden)".
-      vars: { ORIGIN_URL: origin.url, ...(token === undefined ? {} : { ORIGIN_TOKEN: token.token }) },
+      // Only a token the worker's own files lack goes on wrangler's command line (a local --var, never
+      // deployed, printed as "(hidden)", but visible in `ps`).
+      vars: { ORIGIN_URL: origin.url, ...(token === undefined || workerToken !== undefined ? {} : { ORIGIN_TOKEN: token.token }) },
       extraArgs: plan.wranglerArgs,
       echo: true,
     }),

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { freePort, ExitedBeforeReady } from "../../scripts/lib/local-stack.ts";
-import { checkWorkerVars, describeStartFailure, devVarsFile, originTokenFor, planStart, runningBanner } from "../../scripts/start.ts";
+import { checkWorkerVars, describeStartFailure, originTokenFor, planStart, runningBanner, workerLocalToken } from "../../scripts/start.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const dir = mkdtempSync(join(tmpdir(), "slim-edge-start-"));
@@ -98,31 +98,41 @@ describe("describeStartFailure", () => {
 });
 
 describe("the origin's token", () => {
-  const devVars = (text: string) => ({ file: ".dev.vars", text });
+  const TOKEN = "tok-0123456789abcdef";
 
-  it("goes to both pieces from wherever it was given: the environment (the origin's) or .dev.vars (the worker's)", () => {
+  it("goes to both pieces from wherever it was given: the environment (the origin's) or the worker's local secrets", () => {
     expect(originTokenFor({}, undefined)).toBeUndefined();
-    expect(originTokenFor({ ORIGIN_TOKEN: "" }, devVars("OTHER=1\n"))).toBeUndefined();
-    expect(originTokenFor({ ORIGIN_TOKEN: "from-the-environment" }, undefined)).toEqual({ token: "from-the-environment", from: "the environment" });
-    expect(originTokenFor({}, devVars('# local secrets\nORIGIN_TOKEN="from the file 0123"\n'))).toEqual({ token: "from the file 0123", from: ".dev.vars" });
-    expect(originTokenFor({ ORIGIN_TOKEN: "same-0123456789ab" }, devVars("ORIGIN_TOKEN=same-0123456789ab"))).toEqual({ token: "same-0123456789ab", from: "the environment" });
+    expect(originTokenFor({ ORIGIN_TOKEN: "" }, undefined)).toBeUndefined();
+    expect(originTokenFor({ ORIGIN_TOKEN: TOKEN }, undefined)).toEqual({ token: TOKEN, from: "the environment" });
+    expect(originTokenFor({}, { token: TOKEN, file: ".dev.vars" })).toEqual({ token: TOKEN, from: ".dev.vars" });
+    expect(originTokenFor({ ORIGIN_TOKEN: TOKEN }, { token: TOKEN, file: ".dev.vars" })).toEqual({ token: TOKEN, from: "the environment" });
   });
 
-  it("refuses two different tokens, naming both places", () => {
-    expect(() => originTokenFor({ ORIGIN_TOKEN: "one-0123456789abc" }, { file: ".dev.vars.staging", text: "ORIGIN_TOKEN=two-0123456789abc" })).toThrow(
+  it("refuses two different tokens naming both places, and a token the origin would refuse, before anything starts", () => {
+    expect(() => originTokenFor({ ORIGIN_TOKEN: TOKEN }, { token: `${TOKEN}x`, file: ".dev.vars.staging" })).toThrow(
       "ORIGIN_TOKEN in the environment is not the one in .dev.vars.staging: the worker would send one and the origin expect the other. Unset one of them, or make them the same.",
+    );
+    expect(() => originTokenFor({}, { token: "two words", file: ".env" })).toThrow(
+      "ORIGIN_TOKEN in .env must be printable ASCII without spaces (it travels as an HTTP header value): generate one with `openssl rand -base64 32`.",
     );
   });
 
-  it("reads the file wrangler dev reads: .dev.vars.NAME with --env NAME if there is one, else .dev.vars", () => {
-    const root = join(dir, "dev-vars");
+  it("reads it where wrangler dev does: .dev.vars.NAME with --env NAME, else .dev.vars, and only without either the .env files", () => {
+    const root = join(dir, "worker-secrets");
     mkdirSync(root);
-    expect(devVarsFile(root, undefined)).toBeUndefined();
-    writeFileSync(join(root, ".dev.vars"), "ORIGIN_TOKEN=a");
-    expect(devVarsFile(root, undefined)).toEqual({ file: ".dev.vars", text: "ORIGIN_TOKEN=a" });
-    expect(devVarsFile(root, "staging")).toEqual({ file: ".dev.vars", text: "ORIGIN_TOKEN=a" });
-    writeFileSync(join(root, ".dev.vars.staging"), "ORIGIN_TOKEN=b");
-    expect(devVarsFile(root, "staging")).toEqual({ file: ".dev.vars.staging", text: "ORIGIN_TOKEN=b" });
+    const write = (file: string, text: string) => writeFileSync(join(root, file), text);
+    expect(workerLocalToken(root, undefined)).toBeUndefined();
+    write(".env", "ORIGIN_TOKEN=from-env-file");
+    write(".env.local", "# local\nORIGIN_TOKEN='from-env-local'\n");
+    write(".env.staging", "OTHER=1");
+    expect(workerLocalToken(root, "staging")).toEqual({ token: "from-env-local", file: ".env.local" });
+    write(".dev.vars", "OTHER=1");
+    expect(workerLocalToken(root, undefined)).toBeUndefined(); // a .dev.vars, even without the token, hides the .env files
+    write(".dev.vars", 'ORIGIN_TOKEN="a"');
+    expect(workerLocalToken(root, "staging")).toEqual({ token: "a", file: ".dev.vars" });
+    write(".dev.vars.staging", "ORIGIN_TOKEN=b");
+    expect(workerLocalToken(root, "staging")).toEqual({ token: "b", file: ".dev.vars.staging" });
+    expect(workerLocalToken(root, undefined)).toEqual({ token: "a", file: ".dev.vars" });
   });
 });
 
@@ -171,6 +181,19 @@ describe("npm start, refusing before anything starts", () => {
     expect(await listening(port)).toBe(false);
   });
 
+  // A developer's own .dev.vars with a token would be refused first, for the mismatch.
+  it.skipIf(workerLocalToken(ROOT, undefined) !== undefined)("refuses an ORIGIN_TOKEN the origin would refuse, with the origin's reason, and starts nothing", async () => {
+    const port = await freePort();
+    const database = join(dir, "bad-token.sqlite");
+    const result = runStart(["--port", "0"], { ORIGIN_TOKEN: "two words", PORT: String(port), DATABASE_URL: database });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toBe(
+      "ORIGIN_TOKEN in the environment must be printable ASCII without spaces (it travels as an HTTP header value): generate one with `openssl rand -base64 32`.\nnpm start: refused; nothing was started.\n",
+    );
+    expect(existsSync(database)).toBe(false);
+    expect(await listening(port)).toBe(false);
+  });
+
   it("--help prints its flags and starts nothing; a --port without a number exits 2", async () => {
     const database = join(dir, "help.sqlite");
     const help = runStart(["--help"], { DATABASE_URL: database });
@@ -215,7 +238,7 @@ describe("npm start, a piece that cannot start", () => {
 describe("npm start, the whole stack", () => {
   it("gives an ORIGIN_TOKEN from the environment to the worker too: reads through the worker are answered, the origin refuses others", async () => {
     // A developer's own .dev.vars may hold a token: npm start refuses a different one, so use the same.
-    const token = originTokenFor({}, devVarsFile(ROOT, undefined))?.token ?? "start-test-token-0123456789";
+    const token = workerLocalToken(ROOT, undefined)?.token ?? "start-test-token-0123456789";
     const child = spawn(process.execPath, ["scripts/start.ts", "--port", "0"], {
       cwd: ROOT,
       env: cleanEnv({ ORIGIN_TOKEN: token, PORT: String(await freePort()), METRICS_PORT: "off", DATABASE_URL: join(dir, "token.sqlite") }),

@@ -228,6 +228,10 @@ describe("a client that half-closes after its request", () => {
     expect((await sendThenFin(origin.port, Buffer.from(get("/items/h")))).toString("latin1")).toBe(`HTTP/1.1 200 OK\r\nETag: ${tag}\r\nContent-Length: 7\r\n\r\n{"v":1}`);
     expect((await sendThenFin(origin.port, Buffer.from(get("/items/h", {}, "DELETE")))).toString("latin1")).toMatch(/^HTTP\/1\.1 204 No Content\r\n/);
     expect(await origin.store.get("h")).toBeUndefined();
+    // Pipelined, then FIN: every answer, in order, then the close.
+    const pipelined = Buffer.concat([Buffer.from(get("/items/h")), withBody("PUT", "/items/h", '{"v":2}'), Buffer.from(get("/items/h", {}, "HEAD"))]);
+    const answers = (await sendThenFin(origin.port, pipelined)).toString("latin1");
+    expect(answers.match(/^HTTP\/1\.1 \d+/gm)).toEqual(["HTTP/1.1 404", "HTTP/1.1 204", "HTTP/1.1 200"]);
   });
 });
 

@@ -231,7 +231,28 @@ describe("a client that half-closes after its request", () => {
     // Pipelined, then FIN: every answer, in order, then the close.
     const pipelined = Buffer.concat([Buffer.from(get("/items/h")), withBody("PUT", "/items/h", '{"v":2}'), Buffer.from(get("/items/h", {}, "HEAD"))]);
     const answers = (await sendThenFin(origin.port, pipelined)).toString("latin1");
-    expect(answers.match(/^HTTP\/1\.1 \d+/gm)).toEqual(["HTTP/1.1 404", "HTTP/1.1 204", "HTTP/1.1 200"]);
+    expect(answers.match(/HTTP\/1\.1 \d{3}/g)).toEqual(["HTTP/1.1 404", "HTTP/1.1 204", "HTTP/1.1 200"]);
+  });
+});
+
+describe("a request that says Connection: close", () => {
+  it.each([["fast path", "true"], ["node:http only", "false"]])("is answered, and nothing the client sends after it is processed (%s)", async (_, fastPath) => {
+    const origin = await start({ ORIGIN_FAST_PATH: fastPath, SEED_SAMPLE_ITEMS: "1" });
+    const closing = withBody("PUT", "/items/c", '{"v":1}', { "Content-Type": "application/json", Connection: "close" });
+    const after = withBody("PUT", "/items/after", '{"v":1}');
+    const answers = (await sendThenFin(origin.port, Buffer.concat([Buffer.from(get("/items/1")), closing, after]))).toString("latin1");
+    expect(answers.match(/HTTP\/1\.1 \d{3} [^\r]*/g)).toEqual(["HTTP/1.1 200 OK", "HTTP/1.1 204 No Content"]);
+    expect(await origin.store.get("c")).toBeDefined();
+    expect(await origin.store.get("after")).toBeUndefined();
+  });
+
+  it.each([["fast path", "true"], ["node:http only", "false"]])("a malformed request still gets node's own answer and the close (%s)", async (_, fastPath) => {
+    const origin = await start({ ORIGIN_FAST_PATH: fastPath });
+    const answer = async (request: string) => (await sendThenFin(origin.port, Buffer.from(request))).toString("latin1");
+    expect(await answer("GET /items/1 HTTP/1.1\r\nHost: a\r\nBad Header\r\n\r\n")).toBe("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
+    expect(await answer(`GET /items/1 HTTP/1.1\r\nHost: a\r\nX-Big: ${"x".repeat(20_000)}\r\n\r\n`)).toBe(
+      "HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\n\r\n",
+    );
   });
 });
 

@@ -226,7 +226,7 @@ interface OutgoingInternals {
 /**
  * `writeHead` with no `Connection` header, keeping node's decision to close after this answer. When the
  * client has half-closed, node marks the pending answer as the last (socketOnEnd, httpAllowHalfOpen: see
- * lifecycle/listeners.ts); a removed `Connection` header makes node recompute that mark from keep-alive
+ * http/connection-end.ts); a removed `Connection` header makes node recompute that mark from keep-alive
  * alone as the head is written, which would hold the connection open until keepAliveTimeout instead.
  */
 function writeHeadWithoutConnection(res: ServerResponse, status: number, reason: string, headers: string[]): void {

@@ -2,9 +2,11 @@
 // gracefully (stop accepting, let answers in flight finish within a grace period, then drop what is left).
 
 import type { Server } from "node:http";
+import { endConnectionsAsRfc9112 } from "../http/connection-end.ts";
 
+/** Listens with the origin's rules for how a connection ends (http/connection-end.ts). */
 export function listenOn(server: Server, port: number, host: string): Promise<void> {
-  answerHalfClosed(server);
+  endConnectionsAsRfc9112(server);
   return new Promise((resolve, reject) => {
     const onError = (error: Error) => reject(error);
     server.once("error", onError);
@@ -13,17 +15,6 @@ export function listenOn(server: Server, port: number, host: string): Promise<vo
       resolve();
     });
   });
-}
-
-/**
- * A client that sends its request and then half-closes (FIN: it will send nothing more, as `nc -N` does)
- * still gets its answer, and then the connection closes
- * (RFC 9112 §9.6; the fast path does the same). node:http by default ends the socket at the client's FIN,
- * dropping every answer not yet written: a PUT's 204 after its commit, a miss after its store read. node
- * reads `httpAllowHalfOpen` in socketOnEnd (lib/_http_server.js) but does not document it.
- */
-function answerHalfClosed(server: Server): void {
-  (server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
 }
 
 /** How often shutdown closes the keep-alive connections that went idle since it started. */

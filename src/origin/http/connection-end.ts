@@ -1,0 +1,50 @@
+// How an HTTP/1.1 connection ends (RFC 9112 §9.6), where node:http's defaults lose answers. Every listener
+// of the origin (item port, metrics port, the cluster primary's metrics) gets these rules; the fast path
+// follows them itself (fast/fast-connection.ts).
+
+import { STATUS_CODES, type Server } from "node:http";
+import type { Socket } from "node:net";
+
+/**
+ * - A client that sends its request and then half-closes (FIN: it will send nothing more, as `nc -N`
+ *   does) still gets every answer it asked for, then the close. node by default ends the socket at the
+ *   FIN, dropping the answers not yet written: a PUT's 204 after its commit, a miss after its store read.
+ *   node reads `httpAllowHalfOpen` in socketOnEnd (lib/_http_server.js) but does not document it.
+ * - Bytes after a request that carried `Connection: close` are not processed, and that request is still
+ *   answered. node's parser reports such bytes as an error (HPE_CLOSED_CONNECTION), and node answers every
+ *   parse error with a 400 and a destroyed socket: the request's own answer was lost, and a PUT that
+ *   committed read as refused. Its answer closes the connection (it said close), so nothing is done here.
+ *   A 'clientError' listener replaces node's handling of every other parse error too, so that is
+ *   reproduced as node has it (socketOnError).
+ */
+export function endConnectionsAsRfc9112(server: Server): void {
+  (server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
+  server.on("clientError", onClientError);
+}
+
+/** node's answers to a parse error, byte for byte (lib/_http_server.js). */
+const NODE_ERROR_ANSWERS: Readonly<Record<string, Buffer>> = {
+  HPE_HEADER_OVERFLOW: closingAnswer(431),
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: closingAnswer(413),
+  ERR_HTTP_REQUEST_TIMEOUT: closingAnswer(408),
+};
+const BAD_REQUEST = closingAnswer(400);
+
+function closingAnswer(status: number): Buffer {
+  return Buffer.from(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\n\r\n`, "ascii");
+}
+
+/** The fields of node's server socket read here (lib/_http_server.js). */
+interface HttpServerSocket extends Socket {
+  /** The answer in flight on this connection, if any. */
+  _httpMessage?: { _headerSent: boolean } | null;
+}
+
+function onClientError(error: Error & { code?: string }, socket: HttpServerSocket): void {
+  if (error.code === "HPE_CLOSED_CONNECTION") return;
+  // An answer whose head is already out cannot be followed by another: only then is nothing written.
+  if (socket.writable && (!socket._httpMessage || !socket._httpMessage._headerSent)) {
+    socket.write(NODE_ERROR_ANSWERS[error.code ?? ""] ?? BAD_REQUEST);
+  }
+  socket.destroy(error);
+}

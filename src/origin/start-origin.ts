@@ -20,7 +20,7 @@ import { itemPortListener, metricsPortListener } from "./http/node-transport.ts"
 import { Operational } from "./http/operational.ts";
 import { TokenCheck } from "./http/token-check.ts";
 import { Wire } from "./http/wire.ts";
-import { boundIdleConnections, closeServer, listenOn, urlOf, withinGrace } from "./lifecycle/listeners.ts";
+import { closeServer, listenOn, urlOf, withinGrace } from "./lifecycle/listeners.ts";
 import { OriginMetrics } from "./metrics.ts";
 import { ItemLoader, type LoaderHooks } from "./reads/item-loader.ts";
 import { KnownIds } from "./reads/known-ids.ts";
@@ -195,7 +195,10 @@ async function serve(
     expectsContinue(req);
     listener(req, res);
   });
-  boundIdleConnections(server, config.keepAliveTimeoutMs);
+  server.keepAliveTimeout = config.keepAliveTimeoutMs;
+  // keepAliveTimeout only starts once an answer has finished: a client that stops reading mid-answer would
+  // hold its connection for ever. The same bound as inactivity on any socket (the fast path's own too).
+  server.timeout = config.keepAliveTimeoutMs;
   metrics.watch(server);
   // Node writes `Date` itself, so ORIGIN_SEND_DATE keeps everything on node:http.
   if ((options.fastPath ?? config.fastPath) && !config.sendDate) {
@@ -213,7 +216,6 @@ async function serve(
   let metricsServer: Server | undefined;
   if (config.metricsPort !== undefined) {
     metricsServer = createServer(metricsPortListener(operational, wire));
-    boundIdleConnections(metricsServer, config.keepAliveTimeoutMs);
     try {
       await listenOn(metricsServer, config.metricsPort, config.metricsHost);
     } catch (error) {

@@ -131,15 +131,6 @@ describe("node:http: a client that stops reading", () => {
   });
 });
 
-describe("the metrics port: a client that connects and never sends", () => {
-  it("is disconnected after KEEP_ALIVE_TIMEOUT_SECONDS too, not held for ever", async () => {
-    const origin = await start({ KEEP_ALIVE_TIMEOUT_SECONDS: "1", METRICS_PORT: "0" });
-    const client = connect(Number(new URL(origin.metricsUrl!).port), "127.0.0.1");
-    client.on("error", () => {});
-    await onceEvent(client, "close"); // the server ended it: nothing here ever does
-  });
-});
-
 describe("fast path: shutdown", () => {
   it("lets an answer that is still being written finish before closing the connection", async () => {
     const origin = await start({ MAX_ITEM_BYTES: "16MiB" });

@@ -18,7 +18,7 @@ import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import type { OriginConfig } from "../config/parse-origin-config.ts";
 import { Wire } from "../http/wire.ts";
-import { boundIdleConnections, listenOn, urlOf } from "../lifecycle/listeners.ts";
+import { listenOn, urlOf } from "../lifecycle/listeners.ts";
 import { ChangeRelay, sendTo } from "./change-relay.ts";
 import { renderClusterMetrics, type WorkerScrape } from "./cluster-metrics.ts";
 import { isFromWorker, type FromWorker, type ReadyReport } from "./messages.ts";
@@ -106,7 +106,6 @@ class Primary {
         (line) => process.stderr.write(`${line}\n`),
       ),
     );
-    boundIdleConnections(server, config.keepAliveTimeoutMs);
     await listenOn(server, port, config.metricsHost);
     this.#metricsServer = server;
     this.#metricsUrl = urlOf(config.metricsHost, (server.address() as AddressInfo).port);

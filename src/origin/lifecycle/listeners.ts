@@ -17,16 +17,6 @@ export function listenOn(server: Server, port: number, host: string): Promise<vo
   });
 }
 
-/**
- * Idle connections close after `idleMs`. keepAliveTimeout only starts once an answer has finished, so a
- * client that stops reading mid-answer would hold its connection for ever: the same bound applies to
- * inactivity on any socket (the fast path keeps its own, the same).
- */
-export function boundIdleConnections(server: Server, idleMs: number): void {
-  server.keepAliveTimeout = idleMs;
-  server.timeout = idleMs;
-}
-
 /** How often shutdown closes the keep-alive connections that went idle since it started. */
 const IDLE_SWEEP_MS = 50;
 

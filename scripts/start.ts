@@ -122,17 +122,17 @@ export function originTokenFor(
   env: Readonly<Record<string, string | undefined>>,
   worker: { token: string; file: string } | undefined,
 ): { token: string; from: string } | undefined {
-  const fromEnv = env.ORIGIN_TOKEN || undefined;
-  if (fromEnv !== undefined && worker !== undefined && fromEnv !== worker.token) {
-    throw new UsageError(
-      `ORIGIN_TOKEN in the environment is not the one in ${worker.file}: the worker would send one and the origin expect the other. Unset one of them, or make them the same.`,
-    );
-  }
-  const chosen = fromEnv !== undefined ? { token: fromEnv, from: "the environment" } : worker && { token: worker.token, from: worker.file };
+  // Set in the environment, even to nothing, it is what the origin reads: checked as the origin checks it.
+  const chosen = env.ORIGIN_TOKEN !== undefined ? { token: env.ORIGIN_TOKEN, from: "the environment" } : worker && { token: worker.token, from: worker.file };
   if (chosen === undefined) return undefined;
   const problems: ConfigProblem[] = [];
   readToken(chosen.token, { problems, cwd: ".", present: true });
   if (problems.length > 0) throw new UsageError(`ORIGIN_TOKEN in ${chosen.from} ${problems[0]!.message}`);
+  if (worker !== undefined && chosen.token !== worker.token) {
+    throw new UsageError(
+      `ORIGIN_TOKEN in the environment is not the one in ${worker.file}: the worker would send one and the origin expect the other. Unset one of them, or make them the same.`,
+    );
+  }
   return chosen;
 }
 
@@ -226,11 +226,9 @@ async function main(): Promise<void> {
 
   let spec: EdgeSpec;
   let token: { token: string; from: string } | undefined;
-  let workerToken: { token: string; file: string } | undefined;
   try {
     spec = checkWorkerVars(argv, plan.envName, originUrl);
-    workerToken = workerLocalToken(ROOT, plan.envName);
-    token = originTokenFor(process.env, workerToken);
+    token = originTokenFor(process.env, workerLocalToken(ROOT, plan.envName));
   } catch (error) {
     console.error(`${(error as Error).message}\nnpm start: refused; nothing was started.`);
     process.exit(1);
@@ -289,9 +287,10 @@ async function main(): Promise<void> {
     startWranglerDev({
       port: plan.workerPort,
       ip: plan.workerIp,
-      // Only a token the worker's own files lack goes on wrangler's command line (a local --var, never
-      // deployed, printed as "(hidden)", but visible in `ps`).
-      vars: { ORIGIN_URL: origin.url, ...(token === undefined || workerToken !== undefined ? {} : { ORIGIN_TOKEN: token.token }) },
+      // The origin's token, whatever the worker's files hold: a --var beats them in wrangler dev, so the two
+      // pieces agree however wrangler reads its files (--env-file, .env expansion). A local --var, never
+      // deployed, printed as "(hidden)", but visible in `ps`.
+      vars: { ORIGIN_URL: origin.url, ...(token === undefined ? {} : { ORIGIN_TOKEN: token.token }) },
       extraArgs: plan.wranglerArgs,
       echo: true,
     }),

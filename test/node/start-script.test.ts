@@ -102,7 +102,6 @@ describe("the origin's token", () => {
 
   it("goes to both pieces from wherever it was given: the environment (the origin's) or the worker's local secrets", () => {
     expect(originTokenFor({}, undefined)).toBeUndefined();
-    expect(originTokenFor({ ORIGIN_TOKEN: "" }, undefined)).toBeUndefined();
     expect(originTokenFor({ ORIGIN_TOKEN: TOKEN }, undefined)).toEqual({ token: TOKEN, from: "the environment" });
     expect(originTokenFor({}, { token: TOKEN, file: ".dev.vars" })).toEqual({ token: TOKEN, from: ".dev.vars" });
     expect(originTokenFor({ ORIGIN_TOKEN: TOKEN }, { token: TOKEN, file: ".dev.vars" })).toEqual({ token: TOKEN, from: "the environment" });
@@ -111,6 +110,9 @@ describe("the origin's token", () => {
   it("refuses two different tokens naming both places, and a token the origin would refuse, before anything starts", () => {
     expect(() => originTokenFor({ ORIGIN_TOKEN: TOKEN }, { token: `${TOKEN}x`, file: ".dev.vars.staging" })).toThrow(
       "ORIGIN_TOKEN in the environment is not the one in .dev.vars.staging: the worker would send one and the origin expect the other. Unset one of them, or make them the same.",
+    );
+    expect(() => originTokenFor({ ORIGIN_TOKEN: "" }, undefined)).toThrow(
+      "ORIGIN_TOKEN in the environment is set but empty: unset it to run without a token check, or set it to the worker's secret.",
     );
     expect(() => originTokenFor({}, { token: "two words", file: ".env" })).toThrow(
       "ORIGIN_TOKEN in .env must be printable ASCII without spaces (it travels as an HTTP header value): generate one with `openssl rand -base64 32`.",

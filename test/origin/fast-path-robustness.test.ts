@@ -131,6 +131,26 @@ describe("node:http: a client that stops reading", () => {
   });
 });
 
+describe("node:http: a client that said Connection: close, sends on and never reads", () => {
+  it("is disconnected one KEEP_ALIVE_TIMEOUT_SECONDS after it sent more, however it trickles", async () => {
+    const origin = await start({ ORIGIN_FAST_PATH: "false", KEEP_ALIVE_TIMEOUT_SECONDS: "1", MAX_ITEM_BYTES: "32MiB" });
+    const writer = await RawConnection.open(origin.port);
+    expect((await writer.send(withBody("PUT", "/items/huge", JSON.stringify({ pad: "x".repeat(16 * 2 ** 20) })))).status).toBe(204);
+    writer.socket.destroy();
+    const client = connect(origin.port, "127.0.0.1");
+    client.on("error", () => {});
+    client.pause(); // never reads: the 16 MiB answer never finishes, so it never closes the connection itself
+    client.write(get("/items/huge", { Connection: "close" }));
+    // One byte at a time, each well inside the idle timeout: every read restarts it.
+    const trickle = setInterval(() => client.write("x"), 200);
+    try {
+      await new Promise((closed) => client.once("close", closed)); // reset, most likely: unread data was pending
+    } finally {
+      clearInterval(trickle);
+    }
+  });
+});
+
 describe("fast path: shutdown", () => {
   it("lets an answer that is still being written finish before closing the connection", async () => {
     const origin = await start({ MAX_ITEM_BYTES: "16MiB" });

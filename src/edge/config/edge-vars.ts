@@ -55,7 +55,7 @@ export const EDGE_VARS = [
     default: "",
     secret: true,
     meaning:
-      "Sent in `x-origin-token`; the origin refuses requests without it when it has the same secret. `wrangler secret put ORIGIN_TOKEN`; locally in `.dev.vars`. `npm start` gives the origin the same one, or takes it from the environment for both (then on wrangler dev's command line, visible in `ps`), and refuses two different ones.",
+      "Sent in `x-origin-token`; the origin refuses requests without it when it has the same secret. `wrangler secret put ORIGIN_TOKEN`; locally in `.dev.vars`. `npm start` takes it from the environment or from the worker's `.dev.vars` (or `.env`) and gives it to both pieces (to wrangler dev as a `--var`, visible in `ps`), and refuses two different ones.",
   },
 ] as const satisfies readonly VarDoc[];
 

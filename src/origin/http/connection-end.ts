@@ -10,10 +10,13 @@ import type { Socket } from "node:net";
  *   does) still gets every answer it asked for, then the close. node by default ends the socket at the
  *   FIN, dropping the answers not yet written: a PUT's 204 after its commit, a miss after its store read.
  *   node reads `httpAllowHalfOpen` in socketOnEnd (lib/_http_server.js) but does not document it.
- * - Bytes after a request that carried `Connection: close` are not processed, and that request is still
- *   answered. node's parser reports such bytes as an error (HPE_CLOSED_CONNECTION), and node answers every
- *   parse error with a 400 and a destroyed socket: the request's own answer was lost, and a PUT that
- *   committed read as refused. Its answer closes the connection (it said close), so nothing is done here.
+ * - Bytes after a request that carried `Connection: close` (or an HTTP/1.0 request without keep-alive) are
+ *   not processed, and that request is still answered. node's parser reports such bytes as an error
+ *   (HPE_CLOSED_CONNECTION), and node answers every parse error with a 400 (unless an answer's head is out)
+ *   and a destroyed socket: the request's own answer was lost, and a PUT that committed read as refused.
+ *   Its answer closes the connection (it said close). Every byte read still restarts the idle timeout, so
+ *   a client that sends on without reading the answer would hold the connection for ever: from the first
+ *   such byte it gets one idle timeout in all, as the fast path gives it (FastConnection's linger).
  *   A 'clientError' listener replaces node's handling of every other parse error too, so that is
  *   reproduced as node has it (socketOnError).
  */
@@ -40,8 +43,21 @@ interface HttpServerSocket extends Socket {
   _httpMessage?: { _headerSent: boolean } | null;
 }
 
-function onClientError(error: Error & { code?: string }, socket: HttpServerSocket): void {
-  if (error.code === "HPE_CLOSED_CONNECTION") return;
+/** Sockets already given their last timeout after `Connection: close` (node reports every later read). */
+const lingering = new WeakSet<Socket>();
+
+function onClientError(this: Server, error: Error & { code?: string }, socket: HttpServerSocket): void {
+  if (error.code === "HPE_CLOSED_CONNECTION") {
+    if (lingering.has(socket)) return;
+    lingering.add(socket);
+    const bound = this.timeout || this.keepAliveTimeout;
+    if (bound > 0) {
+      const linger = setTimeout(() => socket.destroy(), bound);
+      linger.unref();
+      socket.once("close", () => clearTimeout(linger));
+    }
+    return;
+  }
   // An answer whose head is already out cannot be followed by another: only then is nothing written.
   if (socket.writable && (!socket._httpMessage || !socket._httpMessage._headerSent)) {
     socket.write(NODE_ERROR_ANSWERS[error.code ?? ""] ?? BAD_REQUEST);

@@ -122,8 +122,10 @@ export function originTokenFor(
   env: Readonly<Record<string, string | undefined>>,
   worker: { token: string; file: string } | undefined,
 ): { token: string; from: string } | undefined {
-  // Set in the environment, even to nothing, it is what the origin reads: checked as the origin checks it.
-  const chosen = env.ORIGIN_TOKEN !== undefined ? { token: env.ORIGIN_TOKEN, from: "the environment" } : worker && { token: worker.token, from: worker.file };
+  // Set in the environment, even to nothing, it is what the origin would read, checked as the origin checks
+  // it; set to nothing beside a worker's token, that token replaces it for the origin too.
+  const fromEnv = env.ORIGIN_TOKEN === "" && worker !== undefined ? undefined : env.ORIGIN_TOKEN;
+  const chosen = fromEnv !== undefined ? { token: fromEnv, from: "the environment" } : worker && { token: worker.token, from: worker.file };
   if (chosen === undefined) return undefined;
   const problems: ConfigProblem[] = [];
   readToken(chosen.token, { problems, cwd: ".", present: true });

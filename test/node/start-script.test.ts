@@ -105,6 +105,7 @@ describe("the origin's token", () => {
     expect(originTokenFor({ ORIGIN_TOKEN: TOKEN }, undefined)).toEqual({ token: TOKEN, from: "the environment" });
     expect(originTokenFor({}, { token: TOKEN, file: ".dev.vars" })).toEqual({ token: TOKEN, from: ".dev.vars" });
     expect(originTokenFor({ ORIGIN_TOKEN: TOKEN }, { token: TOKEN, file: ".dev.vars" })).toEqual({ token: TOKEN, from: "the environment" });
+    expect(originTokenFor({ ORIGIN_TOKEN: "" }, { token: TOKEN, file: ".dev.vars" })).toEqual({ token: TOKEN, from: ".dev.vars" });
   });
 
   it("refuses two different tokens naming both places, and a token the origin would refuse, before anything starts", () => {

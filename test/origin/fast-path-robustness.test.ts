@@ -131,23 +131,52 @@ describe("node:http: a client that stops reading", () => {
   });
 });
 
-describe("node:http: a client that said Connection: close, sends on and never reads", () => {
-  it("is disconnected one KEEP_ALIVE_TIMEOUT_SECONDS after it sent more, however it trickles", async () => {
-    const origin = await start({ ORIGIN_FAST_PATH: "false", KEEP_ALIVE_TIMEOUT_SECONDS: "1", MAX_ITEM_BYTES: "32MiB" });
+describe("the last answer on a connection, to a client that sends on after it", () => {
+  async function bigItems(fastPath: string) {
+    const origin = await start({ ORIGIN_FAST_PATH: fastPath, KEEP_ALIVE_TIMEOUT_SECONDS: "1", MAX_ITEM_BYTES: "32MiB" });
     const writer = await RawConnection.open(origin.port);
-    expect((await writer.send(withBody("PUT", "/items/huge", JSON.stringify({ pad: "x".repeat(16 * 2 ** 20) })))).status).toBe(204);
+    for (const id of ["huge", "big"]) {
+      const size = id === "huge" ? 16 * 2 ** 20 : 4 * 2 ** 20;
+      expect((await writer.send(withBody("PUT", `/items/${id}`, JSON.stringify({ pad: "x".repeat(size) })))).status).toBe(204);
+    }
     writer.socket.destroy();
+    return origin;
+  }
+
+  it.each([
+    ["a byte", "false", "x"],
+    ["a blank line", "false", "\r\n"],
+    ["a byte", "true", "x"],
+    ["a blank line", "true", "\r\n"],
+  ])("disconnects a client that never reads, however it trickles (%s; fast path %s)", async (_, fastPath, trickled) => {
+    const origin = await bigItems(fastPath);
     const client = connect(origin.port, "127.0.0.1");
     client.on("error", () => {});
     client.pause(); // never reads: the 16 MiB answer never finishes, so it never closes the connection itself
-    client.write(get("/items/huge", { Connection: "close" }));
-    // One byte at a time, each well inside the idle timeout: every read restarts it.
-    const trickle = setInterval(() => client.write("x"), 200);
+    // Content-Length: 0 sends the request to node:http on the fast path's port too.
+    client.write(get("/items/huge", { Connection: "close", "Content-Length": "0" }));
+    // Every 200 ms, well inside the idle timeout: each read restarts it.
+    const trickle = setInterval(() => client.write(trickled), 200);
     try {
       await new Promise((closed) => client.once("close", closed)); // reset, most likely: unread data was pending
     } finally {
       clearInterval(trickle);
     }
+  });
+
+  it("lets a client that reads slowly have every answer, however long that takes", async () => {
+    const origin = await bigItems("false");
+    const client = connect(origin.port, "127.0.0.1");
+    let received = 0;
+    client.on("data", (chunk: Buffer) => {
+      received += chunk.length;
+      client.pause(); // about 6 MB/s: the three answers take about two idle timeouts
+      setTimeout(() => client.resume(), 10);
+    });
+    const closed = new Promise((done) => client.once("close", done));
+    client.write(get("/items/big") + get("/items/big") + get("/items/big", { Connection: "close" }) + "x");
+    await closed;
+    expect(received).toBeGreaterThan(3 * 4 * 2 ** 20);
   });
 });
 

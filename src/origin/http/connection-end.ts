@@ -2,7 +2,7 @@
 // of the origin (item port, metrics port, the cluster primary's metrics) gets these rules; the fast path
 // follows them itself (fast/fast-connection.ts).
 
-import { STATUS_CODES, type Server } from "node:http";
+import { STATUS_CODES, type Server, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 
 /**
@@ -14,11 +14,8 @@ import type { Socket } from "node:net";
  *   not processed, and that request is still answered. node's parser reports such bytes as an error
  *   (HPE_CLOSED_CONNECTION), and node answers every parse error with a 400 (unless an answer's head is out)
  *   and a destroyed socket: the request's own answer was lost, and a PUT that committed read as refused.
- *   Its answer closes the connection (it said close). Every byte read still restarts the idle timeout, so
- *   a client that sends on without reading the answer would hold the connection for ever: from the first
- *   such byte it gets one idle timeout in all, as the fast path gives it (FastConnection's linger).
- *   A 'clientError' listener replaces node's handling of every other parse error too, so that is
- *   reproduced as node has it (socketOnError).
+ *   Its answer closes the connection (it said close). A 'clientError' listener replaces node's handling of
+ *   every other parse error too, so that is reproduced as node has it (socketOnError).
  */
 export function endConnectionsAsRfc9112(server: Server): void {
   (server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
@@ -41,26 +38,43 @@ function closingAnswer(status: number): Buffer {
 interface HttpServerSocket extends Socket {
   /** The answer in flight on this connection, if any. */
   _httpMessage?: { _headerSent: boolean } | null;
+  /** The server that accepted it (set by node's connection listener). */
+  server?: Server;
 }
 
-/** Sockets already given their last timeout after `Connection: close` (node reports every later read). */
-const lingering = new WeakSet<Socket>();
-
-function onClientError(this: Server, error: Error & { code?: string }, socket: HttpServerSocket): void {
-  if (error.code === "HPE_CLOSED_CONNECTION") {
-    if (lingering.has(socket)) return;
-    lingering.add(socket);
-    const bound = this.timeout || this.keepAliveTimeout;
-    if (bound > 0) {
-      const linger = setTimeout(() => socket.destroy(), bound);
-      linger.unref();
-      socket.once("close", () => clearTimeout(linger));
-    }
-    return;
-  }
+function onClientError(error: Error & { code?: string }, socket: HttpServerSocket): void {
+  if (error.code === "HPE_CLOSED_CONNECTION") return;
   // An answer whose head is already out cannot be followed by another: only then is nothing written.
   if (socket.writable && (!socket._httpMessage || !socket._httpMessage._headerSent)) {
     socket.write(NODE_ERROR_ANSWERS[error.code ?? ""] ?? BAD_REQUEST);
   }
   socket.destroy(error);
+}
+
+/** Sockets whose last answer is watched (watchLastAnswer). */
+const watched = new WeakSet<Socket>();
+
+/**
+ * `res` is the last answer on its connection (it said close, or came over HTTP/1.0, or the client has
+ * half-closed): from now on a client that takes none of what is written for one idle timeout is
+ * disconnected, whatever it sends. node's idle timer restarts at every byte read, so a client that sent
+ * on after its last request (a byte, a blank line, however slowly) without reading would otherwise hold
+ * the connection and its unsent answers for ever. Progress is the bytes the kernel has taken, so a client
+ * that reads slowly keeps its connection while it reads. The fast path gives such a connection the same
+ * bound (FastConnection's linger).
+ */
+export function watchLastAnswer(res: ServerResponse): void {
+  const socket = res.req.socket as HttpServerSocket;
+  const idleMs = socket.server?.timeout || socket.server?.keepAliveTimeout || 0;
+  if (idleMs <= 0 || watched.has(socket) || socket.destroyed) return;
+  watched.add(socket);
+  const taken = () => (socket.bytesWritten ?? 0) - socket.writableLength;
+  let before = taken();
+  const watch = setInterval(() => {
+    const now = taken();
+    if (now === before && socket.writableLength > 0) socket.destroy();
+    before = now;
+  }, idleMs);
+  watch.unref();
+  socket.once("close", () => clearInterval(watch));
 }

@@ -131,12 +131,12 @@ describe("node:http: a client that stops reading", () => {
   });
 });
 
-describe("the last answer on a connection, to a client that sends on after it", () => {
+describe("a client that stops reading what it asked for but keeps sending", () => {
+  const HUGE = 16 * 2 ** 20;
   async function bigItems(fastPath: string) {
     const origin = await start({ ORIGIN_FAST_PATH: fastPath, KEEP_ALIVE_TIMEOUT_SECONDS: "1", MAX_ITEM_BYTES: "32MiB" });
     const writer = await RawConnection.open(origin.port);
-    for (const id of ["huge", "big"]) {
-      const size = id === "huge" ? 16 * 2 ** 20 : 4 * 2 ** 20;
+    for (const [id, size] of [["huge", HUGE], ["big", 4 * 2 ** 20]] as const) {
       expect((await writer.send(withBody("PUT", `/items/${id}`, JSON.stringify({ pad: "x".repeat(size) })))).status).toBe(204);
     }
     writer.socket.destroy();
@@ -144,18 +144,18 @@ describe("the last answer on a connection, to a client that sends on after it", 
   }
 
   it.each([
-    ["a byte", "false", "x"],
-    ["a blank line", "false", "\r\n"],
-    ["a byte", "true", "x"],
-    ["a blank line", "true", "\r\n"],
-  ])("disconnects a client that never reads, however it trickles (%s; fast path %s)", async (_, fastPath, trickled) => {
+    ["false", "after Connection: close, a byte", { Connection: "close" }, "x"],
+    ["false", "after Connection: close, a blank line", { Connection: "close" }, "\r\n"],
+    ["false", "between keep-alive requests, a blank line", {}, "\r\n"],
+    ["true", "after Connection: close, a byte", { Connection: "close", "Content-Length": "0" }, "x"],
+    ["true", "between keep-alive requests, a blank line", {}, "\r\n"],
+  ] as const)("is disconnected after an idle timeout without reading (fast path %s; %s every 200 ms)", async (fastPath, _, headers, trickled) => {
     const origin = await bigItems(fastPath);
     const client = connect(origin.port, "127.0.0.1");
     client.on("error", () => {});
-    client.pause(); // never reads: the 16 MiB answer never finishes, so it never closes the connection itself
-    // Content-Length: 0 sends the request to node:http on the fast path's port too.
-    client.write(get("/items/huge", { Connection: "close", "Content-Length": "0" }));
-    // Every 200 ms, well inside the idle timeout: each read restarts it.
+    client.pause(); // never reads: the 16 MiB answer stays in the server's buffers
+    client.write(get("/items/huge", { ...headers }));
+    // Each well inside the idle timeout, and each read restarts node's idle timer.
     const trickle = setInterval(() => client.write(trickled), 200);
     try {
       await new Promise((closed) => client.once("close", closed)); // reset, most likely: unread data was pending
@@ -164,19 +164,36 @@ describe("the last answer on a connection, to a client that sends on after it", 
     }
   });
 
-  it("lets a client that reads slowly have every answer, however long that takes", async () => {
+  it.each([["false"], ["true"]])("keeps a client that reads slowly for as long as it reads (fast path %s)", async (fastPath) => {
+    const origin = await bigItems(fastPath);
+    const client = connect(origin.port, "127.0.0.1");
+    let received = 0;
+    const all = new Promise<void>((done) =>
+      client.on("data", (chunk: Buffer) => {
+        received += chunk.length;
+        if (received > HUGE + 2 * 4 * 2 ** 20) done();
+        client.pause(); // about 6 MB/s: the answers take about four idle timeouts
+        setTimeout(() => client.resume(), 10);
+      }),
+    );
+    client.write(get("/items/huge") + get("/items/big") + get("/items/big"));
+    await all;
+    client.destroy();
+  });
+
+  it("keeps a client that reads its last answer slowly, though it sent more after Connection: close", async () => {
     const origin = await bigItems("false");
     const client = connect(origin.port, "127.0.0.1");
     let received = 0;
     client.on("data", (chunk: Buffer) => {
       received += chunk.length;
-      client.pause(); // about 6 MB/s: the three answers take about two idle timeouts
+      client.pause();
       setTimeout(() => client.resume(), 10);
     });
     const closed = new Promise((done) => client.once("close", done));
-    client.write(get("/items/big") + get("/items/big") + get("/items/big", { Connection: "close" }) + "x");
+    client.write(get("/items/big") + get("/items/huge", { Connection: "close" }) + "x");
     await closed;
-    expect(received).toBeGreaterThan(3 * 4 * 2 ** 20);
+    expect(received).toBeGreaterThan(HUGE + 4 * 2 ** 20);
   });
 });
 

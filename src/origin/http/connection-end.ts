@@ -2,7 +2,7 @@
 // of the origin (item port, metrics port, the cluster primary's metrics) gets these rules; the fast path
 // follows them itself (fast/fast-connection.ts).
 
-import { STATUS_CODES, type Server, type ServerResponse } from "node:http";
+import { STATUS_CODES, type Server } from "node:http";
 import type { Socket } from "node:net";
 
 /**
@@ -16,10 +16,13 @@ import type { Socket } from "node:net";
  *   and a destroyed socket: the request's own answer was lost, and a PUT that committed read as refused.
  *   Its answer closes the connection (it said close). A 'clientError' listener replaces node's handling of
  *   every other parse error too, so that is reproduced as node has it (socketOnError).
+ * - A client that stops reading what it asked for is disconnected after an idle timeout even if it keeps
+ *   sending (watchWrites).
  */
 export function endConnectionsAsRfc9112(server: Server): void {
   (server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   server.on("clientError", onClientError);
+  server.on("connection", watchWrites);
 }
 
 /** node's answers to a parse error, byte for byte (lib/_http_server.js). */
@@ -38,8 +41,6 @@ function closingAnswer(status: number): Buffer {
 interface HttpServerSocket extends Socket {
   /** The answer in flight on this connection, if any. */
   _httpMessage?: { _headerSent: boolean } | null;
-  /** The server that accepted it (set by node's connection listener). */
-  server?: Server;
 }
 
 function onClientError(error: Error & { code?: string }, socket: HttpServerSocket): void {
@@ -51,29 +52,39 @@ function onClientError(error: Error & { code?: string }, socket: HttpServerSocke
   socket.destroy(error);
 }
 
-/** Sockets whose last answer is watched (watchLastAnswer). */
-const watched = new WeakSet<Socket>();
+/** The fields of a connection's libuv handle read here (what node's own idle check reads, lib/net.js). */
+interface StreamHandle {
+  /** Bytes handed to libuv for writing so far. */
+  bytesWritten: number;
+  /** Of those, bytes the kernel has not taken yet. */
+  writeQueueSize: number;
+}
 
 /**
- * `res` is the last answer on its connection (it said close, or came over HTTP/1.0, or the client has
- * half-closed): from now on a client that takes none of what is written for one idle timeout is
- * disconnected, whatever it sends. node's idle timer restarts at every byte read, so a client that sent
- * on after its last request (a byte, a blank line, however slowly) without reading would otherwise hold
- * the connection and its unsent answers for ever. Progress is the bytes the kernel has taken, so a client
- * that reads slowly keeps its connection while it reads. The fast path gives such a connection the same
- * bound (FastConnection's linger).
+ * Every connection, read by the fast path or by node: one that leaves what it asked for unread for a whole
+ * idle timeout is disconnected, whatever it keeps sending. node's idle timer restarts at every byte read,
+ * so a client that asks for a large answer and then never reads, only trickles (a byte after its
+ * `Connection: close`, a blank line between requests), would hold the connection and the unsent answer for
+ * ever. Progress is what the kernel takes from libuv's write queue, so a client that reads, however
+ * slowly, keeps its connection.
  */
-export function watchLastAnswer(res: ServerResponse): void {
-  const socket = res.req.socket as HttpServerSocket;
-  const idleMs = socket.server?.timeout || socket.server?.keepAliveTimeout || 0;
-  if (idleMs <= 0 || watched.has(socket) || socket.destroyed) return;
-  watched.add(socket);
-  const taken = () => (socket.bytesWritten ?? 0) - socket.writableLength;
-  let before = taken();
+function watchWrites(this: Server, socket: Socket): void {
+  const idleMs = this.timeout || this.keepAliveTimeout;
+  if (idleMs <= 0) return;
+  const handle = () => (socket as Socket & { _handle?: StreamHandle | null })._handle;
+  const taken = () => {
+    const h = handle();
+    return h ? h.bytesWritten - h.writeQueueSize : 0;
+  };
+  const waiting = () => (handle()?.writeQueueSize ?? 0) > 0;
+  let takenBefore = taken();
+  let waitingBefore = waiting();
   const watch = setInterval(() => {
     const now = taken();
-    if (now === before && socket.writableLength > 0) socket.destroy();
-    before = now;
+    const waitingNow = waiting();
+    if (waitingBefore && waitingNow && now === takenBefore) socket.destroy();
+    takenBefore = now;
+    waitingBefore = waitingNow;
   }, idleMs);
   watch.unref();
   socket.once("close", () => clearInterval(watch));

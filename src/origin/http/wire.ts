@@ -1,5 +1,4 @@
 import { STATUS_CODES, type ServerResponse } from "node:http";
-import { watchLastAnswer } from "./connection-end.ts";
 
 /**
  * Everything the origin puts on the wire. The bytes are the product, so every response is spelled out
@@ -182,7 +181,6 @@ export class Wire {
     res.sendDate = this.#sendDate;
     writeHeadWithoutConnection(res, status, this.reason(status), headers);
     res.end();
-    if ((res as ServerResponse & OutgoingInternals)._last === true) watchLastAnswer(res);
   }
 
   /** Head + body. */
@@ -191,7 +189,6 @@ export class Wire {
     writeHeadWithoutConnection(res, status, this.reason(status), headers);
     if (typeof body === "string") res.end(body, "latin1");
     else res.end(body);
-    if ((res as ServerResponse & OutgoingInternals)._last === true) watchLastAnswer(res);
   }
 
   /** 404, 412 (or another bodiless status that needs framing): `Content-Length: 0` keeps the connection usable. */

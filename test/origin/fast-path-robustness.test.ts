@@ -147,6 +147,7 @@ describe("a client that stops reading what it asked for but keeps sending", () =
     ["false", "after Connection: close, a byte", { Connection: "close" }, "x"],
     ["false", "after Connection: close, a blank line", { Connection: "close" }, "\r\n"],
     ["false", "between keep-alive requests, a blank line", {}, "\r\n"],
+    // Content-Length: 0 sends the request to node:http on the fast path's port too (a hand-off).
     ["true", "after Connection: close, a byte", { Connection: "close", "Content-Length": "0" }, "x"],
     ["true", "between keep-alive requests, a blank line", {}, "\r\n"],
   ] as const)("is disconnected after an idle timeout without reading (fast path %s; %s every 200 ms)", async (fastPath, _, headers, trickled) => {

@@ -16,8 +16,8 @@ import type { Socket } from "node:net";
  *   and a destroyed socket: the request's own answer was lost, and a PUT that committed read as refused.
  *   Its answer closes the connection (it said close). A 'clientError' listener replaces node's handling of
  *   every other parse error too, so that is reproduced as node has it (socketOnError).
- * - A client that stops reading what it asked for is disconnected after an idle timeout even if it keeps
- *   sending (watchWrites).
+ * - A client that stops reading a large answer it asked for is disconnected after an idle timeout even if
+ *   it keeps sending (watchWrites).
  */
 export function endConnectionsAsRfc9112(server: Server): void {
   (server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
@@ -61,15 +61,17 @@ interface StreamHandle {
 }
 
 /**
- * Every connection, read by the fast path or by node: one that leaves what it asked for unread for a whole
- * idle timeout is disconnected, whatever it keeps sending. node's idle timer restarts at every byte read,
- * so a client that asks for a large answer and then never reads, only trickles (a byte after its
- * `Connection: close`, a blank line between requests), would hold the connection and the unsent answer for
- * ever. Progress is what the kernel takes from libuv's write queue, so a client that reads, however
- * slowly, keeps its connection.
+ * Every connection, read by the fast path or by node, on a server with an idle timeout (the item port;
+ * the metrics ports keep node's defaults): one that leaves more unread than its kernel buffers hold (a few
+ * MB on loopback) for one to two idle timeouts is disconnected, whatever it keeps sending. node's idle timer
+ * restarts at every byte read, so a client that asks for a large answer and then never reads, only
+ * trickles (a byte after its `Connection: close`, a blank line between requests), would hold the connection
+ * and the unsent answer for ever. Progress is what the kernel takes from libuv's write queue (what node's
+ * own idle check reads), so a client that reads, however slowly, keeps its connection. What the kernel
+ * buffers costs no heap; node's idle timeout and the client's own give that up.
  */
 function watchWrites(this: Server, socket: Socket): void {
-  const idleMs = this.timeout || this.keepAliveTimeout;
+  const idleMs = this.timeout;
   if (idleMs <= 0) return;
   const handle = () => (socket as Socket & { _handle?: StreamHandle | null })._handle;
   const taken = () => {

@@ -14,11 +14,9 @@ import { parseEnv } from "node:util";
 import { parseEdgeConfig, type EdgeSpec } from "../src/edge/config/parse-edge-config.ts";
 import { readToken } from "../src/origin/config/origin-var-readers.ts";
 import { ConfigError, type ConfigProblem } from "../src/shared/config/config-error.ts";
-import { ExitedBeforeReady, freePort, localUrl, type Running, startOrigin, startWranglerDev } from "./lib/local-stack.ts";
+import { ExitedBeforeReady, freePort, localUrl, ROOT, type Running, startOrigin, startWranglerDev } from "./lib/local-stack.ts";
 import { envFlag, type FlagSpec, readWranglerVars, usageText, UsageError, varFlags } from "./lib/wrangler-vars.ts";
 
-/** Where wrangler.toml and .dev.vars are (wrangler dev runs there). */
-const ROOT = resolve(import.meta.dirname, "..");
 const DEFAULT_WORKER_PORT = 8787;
 const DEFAULT_ORIGIN_PORT = 8788;
 const DEFAULT_METRICS_PORT = 8789;

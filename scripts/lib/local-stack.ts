@@ -8,7 +8,8 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Readable } from "node:stream";
 
-const ROOT = resolve(import.meta.dirname, "../..");
+/** The repository: where wrangler.toml and the worker's local secrets are (the children run there). */
+export const ROOT = resolve(import.meta.dirname, "../..");
 const BIN = resolve(ROOT, "node_modules/.bin");
 
 export interface Running {

@@ -7,19 +7,10 @@ import type { RunningOrigin } from "../../src/origin/start-origin.ts";
 import type { ItemStore, PutResult, WriteCondition } from "../../src/origin/store/item-store.ts";
 import { OwnedTableStore } from "../../src/origin/store/postgres/owned-table-store.ts";
 import { preparePostgres } from "../../src/origin/store/postgres/prepare.ts";
-import { registerCleanup, storeWith } from "./harness.ts";
+import { registerCleanup, storeWith, until } from "./harness.ts";
 import { startOnPostgres, usePostgres } from "./pg-harness.ts";
 
 const postgres = usePostgres();
-
-/** Waits for `condition`, checking every millisecond or so (the origins under test share this process). */
-async function until(condition: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 1));
-  }
-}
 
 const write = (origin: RunningOrigin, method: "PUT" | "DELETE", body?: string) =>
   fetch(`${origin.url}/items/w`, { method, headers: { "content-type": "application/json" }, ...(body === undefined ? {} : { body }) });

@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import type { StoredItem } from "../../src/origin/store/item-store.ts";
 import { OwnedTableStore } from "../../src/origin/store/postgres/owned-table-store.ts";
 import { preparePostgres } from "../../src/origin/store/postgres/prepare.ts";
-import { registerCleanup, storeWith } from "./harness.ts";
+import { registerCleanup, storeWith, until as waitUntil } from "./harness.ts";
 import { startOnPostgres, usePostgres } from "./pg-harness.ts";
 
 const postgres = usePostgres();
@@ -26,14 +26,8 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ kind: fc.constant("release" as const), which: fc.nat({ max: 3 }) }),
 );
 
-/** Waits for `condition`, checking every millisecond or so (the server under test shares this process). */
-const until = async (condition: () => boolean | Promise<boolean>, what: string) => {
-  const deadline = Date.now() + 10_000;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${debugState()}`);
-    await new Promise((resolve) => setTimeout(resolve, 1));
-  }
-};
+/** The shared wait, with the race's state in its error. */
+const until = (condition: () => boolean | Promise<boolean>, what: string) => waitUntil(condition, () => `${what}${debugState()}`);
 
 describe("change feed races", () => {
   it("a read that started before a change never puts the old version back", async () => {

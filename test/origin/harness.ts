@@ -195,6 +195,18 @@ export function sendThenFin(port: number, bytes: Buffer): Promise<Buffer> {
   });
 }
 
+/**
+ * Waits for `condition`, checking every millisecond or so (the origins under test share this process);
+ * `what` (or what it returns, read when the wait gives up) names it in the error.
+ */
+export async function until(condition: () => boolean | Promise<boolean>, what: string | (() => string), withinMs = 10_000): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${typeof what === "string" ? what : what()}`);
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+}
+
 /** One request on a fresh connection. */
 export async function once(port: number, request: string | Buffer, head = false): Promise<RawResponse> {
   const c = await RawConnection.open(port);

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { ConfigError } from "../../src/shared/config/config-error.ts";
 import type { PostgresChangeFeed } from "../../src/origin/feed/postgres-change-feed.ts";
 import { startOrigin } from "../../src/origin/start-origin.ts";
-import { testConfig } from "./harness.ts";
+import { testConfig, until } from "./harness.ts";
 import { startOnPostgres, usePostgres } from "./pg-harness.ts";
 
 const postgres = usePostgres();
@@ -41,14 +41,6 @@ async function catalogue(): Promise<{ url: string; db: string }> {
 async function get(url: string): Promise<{ status: number; etag: string | null; body: string }> {
   const res = await fetch(url);
   return { status: res.status, etag: res.headers.get("etag"), body: await res.text() };
-}
-
-async function eventuallyTrue(check: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 5000;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
 }
 
 async function eventually(url: string, body: string | null): Promise<void> {
@@ -120,7 +112,7 @@ describe("serving the user's own table", () => {
     // column was there the instance still serves the old body.
     const feed = a.feed as PostgresChangeFeed;
     const polls = feed.pollStats.polls;
-    await eventuallyTrue(() => feed.pollStats.polls >= polls + 2, "two more polls");
+    await until(() => feed.pollStats.polls >= polls + 2, "two more polls");
     expect(feed.stats.changes).toBe(0);
     expect((await get(`${a.url}/items/7`)).body).toBe(before.body);
     // Remedy without a version column: record "everything changed" by hand; the ETag follows the content.

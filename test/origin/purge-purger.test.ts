@@ -7,8 +7,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import { startCloudflareApiStandIn, type CloudflareApiStandIn, type StandInOptions, type StandInPlan } from "../../scripts/lib/cloudflare-api-stand-in.ts";
 import { ALL_ITEMS_TAG } from "../../src/shared/cache-tag.ts";
 import { CloudflarePurgeApi, type PurgeApi } from "../../src/origin/purge/cloudflare-purge-api.ts";
+import { inheritedRepeats } from "../../src/origin/purge/purge-policy.ts";
 import { Purger, type PurgerOptions } from "../../src/origin/purge/purger.ts";
-import type { PendingChange, PurgeCut, PurgeSource } from "../../src/origin/purge/purge-source.ts";
+import type { PendingChange, PurgeCut, PurgeSource, RecentChange } from "../../src/origin/purge/purge-source.ts";
 import { ManualTimers } from "../../src/origin/purge/timers.ts";
 import { PURGE_PLANS, TokenBucket, type PurgeRate } from "../../src/origin/purge/token-bucket.ts";
 
@@ -16,12 +17,27 @@ const ZONE = "023e105f4ecef8ad9ca31a8372d0c353";
 const TOKEN = "good-token-0123456789";
 const NO_PURGE = "read-only-token-0123456789";
 
-/** The outbox in memory: keys in commit order; a cut remembers the last key it covers. */
+/** The outbox in memory: keys in commit order; a cut remembers the last key it covers. A change not pending is purged. */
 class MemorySource implements PurgeSource {
   readonly pending = new Map<string, string>();
+  readonly #changes: { key: string; id: string; changedAt: number }[] = [];
+  readonly #now: () => number;
   #seq = 0;
+  constructor(now: () => number) {
+    this.#now = now;
+  }
   add(...ids: string[]): void {
-    for (const id of ids) this.pending.set(String(++this.#seq), id);
+    for (const id of ids) {
+      const key = String(++this.#seq);
+      this.pending.set(key, id);
+      this.#changes.push({ key, id, changedAt: this.#now() });
+    }
+  }
+  async latest(limit: number): Promise<RecentChange[]> {
+    return this.#changes
+      .slice(-limit)
+      .reverse()
+      .map(({ key, id, changedAt }) => ({ id, purged: !this.pending.has(key), changedAt }));
   }
   async take(limit: number): Promise<PendingChange[]> {
     return [...this.pending].slice(0, limit).map(([key, id]) => ({ key, id }));
@@ -62,7 +78,7 @@ interface Setup {
 
 async function setup(options: Setup = {}) {
   const timers = new ManualTimers(1_000);
-  const source = new MemorySource();
+  const source = new MemorySource(() => timers.now());
   const applied: string[][] = [];
   const hooks = { onPurge: (_tags: string[]): void => {} };
   const standIn: CloudflareApiStandIn = await startCloudflareApiStandIn({
@@ -495,14 +511,17 @@ describe("Purger: each purge once more, for fills in flight", () => {
   it("a purger stopped while the store answers sends nothing more: the changes stay pending for the next leader", async () => {
     const t = await setup({ purger: { repeatAfterMs: REPEAT } });
     let release = () => {};
+    let entered = () => {};
+    const taking = new Promise<void>((resolve) => (entered = resolve));
     const take = t.source.take.bind(t.source);
     t.source.take = async (limit) => {
+      entered();
       await new Promise<void>((resolve) => (release = resolve));
       return take(limit);
     };
     t.source.add("a");
     t.purger.start();
-    await Promise.resolve();
+    await taking;
     let stopped = false;
     const stopping = t.purger.stop().then(() => (stopped = true));
     t.timers.runNext(); // stop's bound passes with the store still silent
@@ -635,6 +654,57 @@ describe("Purger: each purge once more, for fills in flight", () => {
     expect(t.timers.pending).toBe(0);
   });
 
+  it("a new leader repeats, one repeat delay after it starts, what was purged within two repeat delays of the newest purge (its predecessor may have died owing those repeats)", async () => {
+    const t = await setup({ purger: { repeatAfterMs: REPEAT } });
+    t.source.add("old");
+    t.timers.advance(2 * REPEAT + 1);
+    t.source.add("a", "B", "b", "not an id");
+    t.timers.advance(REPEAT);
+    t.source.add("c");
+    // The leader before purged all of these, then crashed before any repeat; c's change is newest.
+    t.source.pending.clear();
+    t.timers.advance(60_000); // however long the lead stayed vacant
+    const startAt = t.timers.now();
+    t.purger.start();
+    await t.runUntil(() => t.applied.length === 1);
+    expect(t.applied).toEqual([["item:c", "item:b", "item:a"]]); // not "old": made more than two repeat delays before c
+    expect(t.tagCalls()[0]!.at).toBe(startAt + REPEAT);
+    expect(t.lines).toContain(`purge: leading: 3 tags purged before this lead began will be purged once more in ${REPEAT} ms, in case whoever led before still owed those repeats (docs/purge.md)`);
+    expect(t.purger.stats()).toMatchObject({ repeatedTags: 3, repeatsOwed: 0 });
+    await until(t, t.timers.now() + 5 * REPEAT);
+    expect(t.applied).toHaveLength(1);
+  });
+
+  it("a new leader inherits no repeat when nothing was purged, and a wide one when the newest changes it reads may not reach back far enough", async () => {
+    const quiet = await setup({ purger: { repeatAfterMs: REPEAT } });
+    quiet.source.add("a"); // pending: its first purge owes its own repeat
+    quiet.purger.start();
+    await quiet.runUntil(() => quiet.applied.length === 2);
+    expect(quiet.applied).toEqual([["item:a"], ["item:a"]]);
+    expect(quiet.lines.filter((line) => line.startsWith("purge: leading:"))).toEqual([]);
+
+    const busy = await setup({ purger: { repeatAfterMs: REPEAT, backlogBound: 3 } });
+    busy.source.add("a", "b", "c", "d"); // four changes within the window, one more than the bound: all read are in it
+    busy.source.pending.clear();
+    busy.purger.start();
+    await busy.runUntil(() => busy.applied.length === 1);
+    expect(busy.applied).toEqual([[ALL_ITEMS_TAG]]);
+  });
+
+  it("a new leader whose read of the newest changes fails retries it before anything else, and inherits then", async () => {
+    const t = await setup({ purger: { repeatAfterMs: REPEAT } });
+    t.source.add("a");
+    t.source.pending.clear();
+    const latest = t.source.latest.bind(t.source);
+    let failures = 2;
+    t.source.latest = (limit) => (failures-- > 0 ? Promise.reject(new Error("the store is away")) : latest(limit));
+    t.purger.start();
+    await t.runUntil(() => t.applied.length === 1);
+    expect(failures).toBe(-1);
+    expect(t.applied).toEqual([["item:a"]]);
+    expect(t.purger.stats()).toMatchObject({ state: "ok", retried: 2 });
+  });
+
   it("repeatAfterMs 0 repeats nothing", async () => {
     const t = await setup({ purger: { repeatAfterMs: 0 } });
     t.source.add("a");
@@ -643,5 +713,26 @@ describe("Purger: each purge once more, for fills in flight", () => {
     await until(t, t.timers.now() + 5 * REPEAT);
     expect(t.applied).toEqual([["item:a"]]);
     expect(t.purger.stats().repeatedTags).toBe(0);
+  });
+});
+
+describe("inheritedRepeats: what a new leader repeats for the one before", () => {
+  const change = (id: string, changedAt: number, purged = true): RecentChange => ({ id, purged, changedAt });
+
+  it("takes the purged changes made within two repeat delays of the newest purged one, folded as tags", () => {
+    const latest = [change("pending", 50_000, false), change("A", 30_000), change("a", 29_000), change("b", 18_001), change("old", 18_000)];
+    expect(inheritedRepeats(latest, 10, 6_000)).toEqual(["item:A", "item:b"]);
+  });
+
+  it("a change to every item (a TRUNCATE) is repeated as the all-items tag; ids no request can name are left out", () => {
+    expect(inheritedRepeats([change("x", 2), change("", 1)], 10, 6_000)).toEqual([ALL_ITEMS_TAG]);
+    expect(inheritedRepeats([change("not an id", 2)], 10, 6_000)).toEqual([]);
+  });
+
+  it("none with repeats off or nothing purged; the all-items tag when what was read may not reach back far enough", () => {
+    expect(inheritedRepeats([change("a", 1)], 10, 0)).toEqual([]);
+    expect(inheritedRepeats([change("a", 1, false)], 1, 6_000)).toEqual([]);
+    expect(inheritedRepeats([change("a", 10_000), change("b", 9_000)], 2, 6_000)).toEqual([ALL_ITEMS_TAG]);
+    expect(inheritedRepeats([change("a", 20_000), change("b", 1_000)], 2, 6_000)).toEqual(["item:a"]);
   });
 });

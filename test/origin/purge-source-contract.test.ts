@@ -124,6 +124,32 @@ describe.each([
     expect(await source.backlog(1000)).toBe(1);
   });
 
+  it("latest reads the newest changes, purged or pending, newest first, each with when it was made on the store's clock", async () => {
+    const { store, source } = await open();
+    expect(await source.latest(10)).toEqual([]);
+    const before = Date.now();
+    for (const id of ["a", "b", "c"]) await store.put(id, body);
+    const after = Date.now();
+    const [a] = await source.take(1);
+    await source.markPurged([a!.key]);
+    const latest = await source.latest(2);
+    expect(latest.map(({ id, purged }) => ({ id, purged }))).toEqual([
+      { id: "c", purged: false },
+      { id: "b", purged: false },
+    ]);
+    expect((await source.latest(10)).map(({ id, purged }) => ({ id, purged }))).toEqual([
+      { id: "c", purged: false },
+      { id: "b", purged: false },
+      { id: "a", purged: true },
+    ]);
+    // The same machine's clock here: the store's (PostgreSQL's now(), SQLite's writer) within the writes' span.
+    for (const change of latest) {
+      expect(change.changedAt).toBeGreaterThanOrEqual(before - 1000);
+      expect(change.changedAt).toBeLessThanOrEqual(after + 1000);
+    }
+    expect(latest[0]!.changedAt).toBeGreaterThanOrEqual(latest[1]!.changedAt);
+  });
+
   it("a cut covers what was pending when it was taken; a change committed after it stays pending", async () => {
     const { store, source } = await open();
     expect((await source.cut()).count).toBe(0);

@@ -73,7 +73,8 @@ export async function startLeaderDuties(options: LeaderDutiesOptions): Promise<L
     },
     purgeStats: () => purger?.stats(),
     async close() {
-      // While it still leads, the purger sends the repeats it owes first: no other instance knows them.
+      // While it still leads, the purger sends the repeats it owes first: the next leader repeats them only a
+      // repeat delay after it starts (purge-policy.ts, inherited repeats).
       await transition;
       await purger?.stop({ drain: true });
       await leadership.stop();

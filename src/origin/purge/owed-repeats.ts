@@ -25,6 +25,11 @@ export class OwedRepeats {
     return this.#due.size;
   }
 
+  /** Whether a repeat of `tag` (or of every item) is owed. */
+  owes(tag: string): boolean {
+    return this.#due.has(ALL_ITEMS_TAG) || this.#due.has(tag.toLowerCase());
+  }
+
   /** When the first owed repeat falls due; Infinity when none is owed. */
   firstDue(): number {
     for (const owed of this.#due.values()) return owed.due;

@@ -21,7 +21,7 @@ import type { PendingQuery, Row, Sql } from "postgres";
 import { StoreUnavailableError } from "../store/item-store.ts";
 import { openPool, withDeadline, type PostgresOptions } from "../store/postgres/connection.ts";
 import { CHANGES_TABLE } from "../store/postgres/schema.ts";
-import { CUT_COUNT_CAP, type PendingChange, type PurgeCut, type PurgeSource } from "./purge-source.ts";
+import { CUT_COUNT_CAP, type PendingChange, type PurgeCut, type PurgeSource, type RecentChange } from "./purge-source.ts";
 
 /** Rows marked per statement (markPurged keys, markCut rows): each statement stays short under the deadline. */
 const MARK_BATCH = 5_000;
@@ -104,6 +104,17 @@ export class PostgresPurgeSource implements PurgeSource {
       "counting pending changes",
     );
     return rows[0]!.n;
+  }
+
+  async latest(limit: number): Promise<RecentChange[]> {
+    // The primary key read backwards: `limit` rows, however long the log.
+    const rows = await this.#query(
+      (sql) => sql<{ item_id: string; purged: boolean; changed_at: number }[]>`
+        SELECT item_id, purged, (extract(epoch FROM changed_at) * 1000)::float8 AS changed_at
+        FROM ${sql(CHANGES_TABLE)} ORDER BY seq DESC LIMIT ${limit}`,
+      "reading the newest changes",
+    );
+    return rows.map((row) => ({ id: row.item_id, purged: row.purged, changedAt: row.changed_at }));
   }
 
   async close(): Promise<void> {

@@ -17,6 +17,14 @@ export interface PendingChange {
  */
 export const CUT_COUNT_CAP = 100_000;
 
+/** One of the newest changes, as a new leader reads them (`latest`). */
+export interface RecentChange {
+  id: string;
+  purged: boolean;
+  /** When it was recorded, in ms on the store's clock (PostgreSQL: its transaction's start, `now()`). */
+  changedAt: number;
+}
+
 /** Opaque: everything pending at one moment. */
 export interface PurgeCut {
   /** Capped at CUT_COUNT_CAP. */
@@ -36,4 +44,9 @@ export interface PurgeSource {
    * the cost of counting a backlog that grew for hours.
    */
   backlog(upTo: number): Promise<number>;
+  /**
+   * The `limit` newest changes, purged or pending, newest first: a new leader finds in them the purges whose
+   * repeats the previous leader may still have owed (purge-policy.ts, `inheritedRepeats`).
+   */
+  latest(limit: number): Promise<RecentChange[]>;
 }

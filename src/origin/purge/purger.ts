@@ -16,15 +16,16 @@
 // fix) until accepted. The log gets a line per state change, on entering the fallback and for verify(), never per call.
 //
 // Repeating: each accepted call's tags are owed once more `repeatAfterMs` after it was sent, for an edge fill
-// that was stored after it (purge-policy.ts). Owed tags live in memory only: a leader that shuts down sends
-// them before it goes (`stop({ drain: true })`, up to `stopDrainMs`); one that loses the lead keeps them for
-// when it leads again; one that crashes takes them along (docs/limits.md).
+// that was stored after it (purge-policy.ts). Owed tags live in memory: a leader that shuts down sends them
+// before it goes (`stop({ drain: true })`, up to `stopDrainMs`); one that loses the lead keeps them for when it
+// leads again; one that crashes takes them along, so every leader's first round owes a repeat of what the one
+// before may have owed, read from the store's newest changes (`inheritedRepeats`).
 // The loop and its states stay in one file (about 400 lines): every transition reads against the others.
 
 import { ALL_ITEMS_TAG } from "../../shared/cache-tag.ts";
 import { MAX_TAGS_PER_CALL, type PurgeApi, type PurgeOutcome, VERIFY_TAG } from "./cloudflare-purge-api.ts";
 import { OwedRepeats } from "./owed-repeats.ts";
-import { backlogBoundFor, backoffMs, batchOf, PURGER_DEFAULTS, type PurgerTuning } from "./purge-policy.ts";
+import { backlogBoundFor, backoffMs, batchOf, inheritedRepeats, PURGER_DEFAULTS, type PurgerTuning } from "./purge-policy.ts";
 import type { PurgeSource } from "./purge-source.ts";
 import type { TokenBucket } from "./token-bucket.ts";
 import { systemTimers, type TimerHandle, type Timers } from "./timers.ts";
@@ -74,6 +75,7 @@ export class Purger {
   #drainUntil: number | null = null; // shutting down: purging goes on until then, or until nothing is owed
   #abandoned = false; // stop()'s bound passed: leave the repeats still owed
   #repeatHoldUntil = 0; // a call of repeats alone waits for the bucket's reserve until then
+  #inherited = false; // this lead's first round has owed the repeats the previous leader may have owed
   readonly #repeats: OwedRepeats;
   /** When this purger first saw each change of the last take (its commit came before). */
   #seen = new Map<string, number>();
@@ -114,6 +116,7 @@ export class Purger {
     this.#failingSince = null;
     this.#repeatFailing = false;
     this.#seen.clear(); // changes taken before a pause count as seen now: the safe side
+    this.#inherited = false;
     this.#runAt = this.#timers.now();
     this.#loop = this.#run();
   }
@@ -247,6 +250,7 @@ export class Purger {
 
   async #round(): Promise<void> {
     try {
+      if (!this.#inherited) await this.#inherit();
       if (this.#fallback !== null) return await this.#wideRound();
       const { takeLimit, backlogBound, failingBoundMs } = this.#o;
       const changes = await this.#source.take(takeLimit);
@@ -324,6 +328,26 @@ export class Purger {
     this.#fallback = null;
     this.#succeeded(`one purge of tag "${ALL_ITEMS_TAG}" covered ${cut.count} pending changes; purging by tag again`);
     this.#runAt = this.#timers.now();
+  }
+
+  /**
+   * Owe, from now, a repeat of the purges whose repeats whoever led before may still have owed (they died with
+   * its memory if it crashed). A failed read fails the round: it is retried before anything else.
+   */
+  async #inherit(): Promise<void> {
+    if (this.#o.repeatAfterMs > 0) {
+      // Two repeat delays of changes: past the bound only where a leader would owe more than the bound in one.
+      const read = 2 * this.#o.backlogBound + 1;
+      // A repeat this purger still owes from an earlier lead keeps its due time.
+      const tags = inheritedRepeats(await this.#source.latest(read), read, this.#o.repeatAfterMs).filter((tag) => !this.#repeats.owes(tag));
+      if (tags.length > 0) {
+        this.#owe(tags, this.#timers.now());
+        // More distinct tags than the bound are owed as one wide repeat (OwedRepeats).
+        const what = this.#repeats.owes(ALL_ITEMS_TAG) ? `every item (tag "${ALL_ITEMS_TAG}")` : `${tags.length} tags`;
+        this.#log(`purge: leading: ${what} purged before this lead began will be purged once more in ${this.#o.repeatAfterMs} ms, in case whoever led before still owed those repeats (docs/purge.md)`);
+      }
+    }
+    this.#inherited = true;
   }
 
   /** One call of repeats only: those due at `now`, up to a call's worth. */

@@ -5,7 +5,7 @@
 // cut is simply the highest pending seq, and whatever commits later gets a higher one and stays pending.
 
 import type { SqliteItemStore } from "../store/sqlite-store.ts";
-import { CUT_COUNT_CAP, type PendingChange, type PurgeCut, type PurgeSource } from "./purge-source.ts";
+import { CUT_COUNT_CAP, type PendingChange, type PurgeCut, type PurgeSource, type RecentChange } from "./purge-source.ts";
 
 /** Rows marked per writer transaction by markCut: a wide purge may cover a large backlog, writes go between. */
 const MARK_BATCH = 5_000;
@@ -53,6 +53,10 @@ export class SqlitePurgeSource implements PurgeSource {
   /** 4-30 ms on the event loop per 100,000 counted (see pendingChangeSummary). */
   backlog(upTo: number): Promise<number> {
     return this.#read(() => this.#store.pendingChangeSummary(upTo).count);
+  }
+
+  latest(limit: number): Promise<RecentChange[]> {
+    return this.#read(() => this.#store.latestChanges(limit));
   }
 
   /** A synchronous read as a promise: a closed store rejects (the purger counts it as a retryable failure). */

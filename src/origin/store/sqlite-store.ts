@@ -76,6 +76,7 @@ export class SqliteItemStore implements ItemStore {
   readonly #pending: StatementSync;
   readonly #lastPending: StatementSync;
   readonly #pendingCount: StatementSync;
+  readonly #latest: StatementSync;
   readonly #epoch: string;
   readonly #busyTimeoutMs: number;
   readonly #log: (line: string) => void;
@@ -172,6 +173,7 @@ export class SqliteItemStore implements ItemStore {
     this.#pending = this.#db.prepare("SELECT seq, id FROM changes WHERE purged = 0 ORDER BY seq LIMIT ?");
     this.#lastPending = this.#db.prepare("SELECT seq FROM changes WHERE purged = 0 ORDER BY seq DESC LIMIT 1");
     this.#pendingCount = this.#db.prepare("SELECT count(*) AS n FROM (SELECT 1 FROM changes WHERE purged = 0 AND seq <= ? LIMIT ?)");
+    this.#latest = this.#db.prepare("SELECT id, purged, changed_at AS changedAt FROM changes ORDER BY seq DESC LIMIT ?");
 
     this.#writerData = { path, epoch: this.#epoch, recordChanges: this.recordsChanges, busyTimeoutMs: this.#busyTimeoutMs };
     this.#startWriter();
@@ -286,6 +288,11 @@ export class SqliteItemStore implements ItemStore {
   /** The oldest pending (not yet purged) outbox rows, committed ones only. */
   pendingChanges(limit: number): { seq: number; id: string }[] {
     return this.#pending.all(limit) as { seq: number; id: string }[];
+  }
+
+  /** The newest outbox rows, purged or pending, newest first (`changedAt`: ms since the Unix epoch). */
+  latestChanges(limit: number): { id: string; purged: boolean; changedAt: number }[] {
+    return (this.#latest.all(limit) as { id: string; purged: number; changedAt: number }[]).map((row) => ({ id: row.id, purged: row.purged === 1, changedAt: row.changedAt }));
   }
 
   /**

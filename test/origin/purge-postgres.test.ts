@@ -58,8 +58,9 @@ describe("purge on change across instances (PostgreSQL)", () => {
 
   it("a leader whose lead ends while it owes a repeat: the next leader sends that repeat", async () => {
     const url = await postgres.database();
-    // Long enough that the old leader steps down before its own repeat falls due (5 s, plus the feed's 1 s bound).
-    const withRepeats = { ...env(), CLOUDFLARE_PURGE_REPEAT_MS: "5000" };
+    // Long enough that the old leader surely steps down before its own repeat falls due (10 s, plus
+    // FEED_STALE_BOUND_MS on PostgreSQL).
+    const withRepeats = { ...env(), CLOUDFLARE_PURGE_REPEAT_MS: "10000" };
     const first = await startOnPostgres(url, withRepeats);
     await vi.waitFor(() => expect(first.duties.leading).toBe(true), { timeout: 10_000, interval: 10 });
     const next = await startOnPostgres(url, withRepeats);
@@ -68,7 +69,7 @@ describe("purge on change across instances (PostgreSQL)", () => {
     // Its lock's session ends (as when its machine vanishes): it steps down owing the repeat, and keeps it in memory.
     expect(await postgres.pg.terminate("pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted)")).toBe(1);
     await vi.waitFor(() => expect(next.duties.leading).toBe(true), { timeout: 20_000, interval: 20 });
-    await vi.waitFor(() => expect(purgesOf("owed")).toBe(2), { timeout: 15_000, interval: 20 });
+    await vi.waitFor(() => expect(purgesOf("owed")).toBe(2), { timeout: 20_000, interval: 20 });
     expect(first.duties.purgeStats()).toMatchObject({ repeatedTags: 0, repeatsOwed: 1 });
     expect(next.duties.purgeStats()!.repeatedTags).toBe(1);
   }, 60_000);

@@ -33,13 +33,15 @@
 // at once (an early repeat still covers every fill stored before it).
 //
 // Inherited repeats: owed repeats live in the leader's memory, so a leader that crashes (or whose lead passes
-// to another instance for good) takes them along. Every new leader therefore owes, `repeatAfterMs` after it
-// starts, a repeat of the purged changes that the one before may still have owed one for (`inheritedRepeats`):
-// a repeat is needed only for a change purged within `repeatAfterMs` of its commit (a later first purge came
-// after every fill it could race with), and it falls due within `repeatAfterMs` of that purge, so every change
-// whose repeat can still be owed was made within two repeat delays of the newest purged change. A repeat sent later than it was owed still drops every fill stored
-// before it. After a clean handover (the old leader sent its repeats before it went) this repeats them once
-// more: at most one more call per 30 such tags, paced like any repeat.
+// to another instance for good) takes them along. Every new leader therefore owes, `repeatAfterMs` after its
+// first round, a repeat of the purged changes that the one before may still have owed one for
+// (`inheritedRepeats`): a repeat is needed only for a change purged within `repeatAfterMs` of its commit (a
+// later first purge came after every fill it could race with), and it falls due within `repeatAfterMs` of that
+// purge, so such a change committed less than two repeat delays before the newest purged change was recorded.
+// The window looks back three: PostgreSQL records a change when its transaction begins, so the third keeps a
+// change whose transaction ran for up to one repeat delay. A repeat sent later than it was owed still
+// drops every fill stored before it. After a clean handover (the old leader sent its repeats before it went)
+// this repeats them once more: at most one more call per 30 such tags, paced like any repeat.
 
 import { ALL_ITEMS_TAG, itemTag } from "../../shared/cache-tag.ts";
 import { DEFAULT_PURGE_REPEAT_MS } from "../../shared/edge-fill-deadline.ts";
@@ -127,10 +129,13 @@ export function batchOf(changes: readonly PendingChange[]): { tags: string[]; ke
   return { tags: entries.map((e) => e.tag), keys, keysByTag: entries.map((e) => e.keys), more };
 }
 
+/** Repeat delays a new leader looks back from the newest purged change: two, plus one for a transaction's length (see the header). */
+export const INHERIT_WINDOW_DELAYS = 3;
+
 /**
  * The tags a new leader owes a repeat for, read from the store's `latest` changes (newest first, as many as
- * the caller read, `read`): those of the purged changes made within two repeat delays of the newest purged one
- * (see the header). The window is measured on the store's clock alone, so instances' clocks never meet. Ids
+ * the caller read, `read`): those of the purged changes made within INHERIT_WINDOW_DELAYS repeat delays of
+ * the newest purged one (see the header). The window is measured on the store's clock alone, so instances' clocks never meet. Ids
  * fold as in `batchOf`; "" (everything changed) is the all-items tag. If the window may reach past what was
  * read, the only safe repeat is the wide one. None when nothing read was purged: whoever led before owed
  * nothing (or, with `read` changes all pending, the backlog bound has this leader purge every item anyway).
@@ -140,7 +145,7 @@ export function inheritedRepeats(latest: readonly RecentChange[], read: number, 
   let newestPurge = -Infinity;
   for (const change of latest) if (change.purged && change.changedAt > newestPurge) newestPurge = change.changedAt;
   if (repeatAfterMs === 0 || newestPurge === -Infinity) return [];
-  const from = newestPurge - 2 * repeatAfterMs;
+  const from = newestPurge - INHERIT_WINDOW_DELAYS * repeatAfterMs;
   if (latest.length >= read && latest[latest.length - 1]!.changedAt > from) return [ALL_ITEMS_TAG];
   const tags = new Map<string, string>();
   for (const change of latest) {

@@ -58,6 +58,9 @@ export interface PurgerOptions extends Partial<PurgerTuning> {
   backlogBound?: number;
 }
 
+/** A new leader reads this many times the backlog bound of the newest changes (`#inherit`). */
+const INHERIT_READ_FACTOR = 3;
+
 export class Purger {
   readonly #source: PurgeSource;
   readonly #api: PurgeApi;
@@ -332,22 +335,27 @@ export class Purger {
 
   /**
    * Owe, from now, a repeat of the purges whose repeats whoever led before may still have owed (they died with
-   * its memory if it crashed). A failed read fails the round: it is retried before anything else.
+   * its memory if it crashed). Read before this lead's own first purge, which would move the window's anchor.
+   * A tag this purger still owes from an earlier lead is owed again from now: another leader may have purged
+   * a newer change to it since, whose repeat falls due later. If the read fails, only a wide repeat is safe.
    */
   async #inherit(): Promise<void> {
-    if (this.#o.repeatAfterMs > 0) {
-      // Two repeat delays of changes: past the bound only where a leader would owe more than the bound in one.
-      const read = 2 * this.#o.backlogBound + 1;
-      // A repeat this purger still owes from an earlier lead keeps its due time.
-      const tags = inheritedRepeats(await this.#source.latest(read), read, this.#o.repeatAfterMs).filter((tag) => !this.#repeats.owes(tag));
-      if (tags.length > 0) {
-        this.#owe(tags, this.#timers.now());
-        // More distinct tags than the bound are owed as one wide repeat (OwedRepeats).
-        const what = this.#repeats.owes(ALL_ITEMS_TAG) ? `every item (tag "${ALL_ITEMS_TAG}")` : `${tags.length} tags`;
-        this.#log(`purge: leading: ${what} purged before this lead began will be purged once more in ${this.#o.repeatAfterMs} ms, in case whoever led before still owed those repeats (docs/purge.md)`);
-      }
-    }
     this.#inherited = true;
+    if (this.#o.repeatAfterMs === 0) return;
+    const read = INHERIT_READ_FACTOR * this.#o.backlogBound + 1;
+    let tags: string[];
+    let why = "";
+    try {
+      tags = inheritedRepeats(await this.#source.latest(read), read, this.#o.repeatAfterMs);
+    } catch (error) {
+      tags = [ALL_ITEMS_TAG];
+      why = ` (the newest changes could not be read: ${error instanceof Error ? error.message : String(error)})`;
+    }
+    if (tags.length === 0) return;
+    this.#owe(tags, this.#timers.now());
+    // More distinct tags than the bound are owed as one wide repeat (OwedRepeats).
+    const what = this.#repeats.owes(ALL_ITEMS_TAG) ? `every item (tag "${ALL_ITEMS_TAG}")` : tags.length === 1 ? "1 tag" : `${tags.length} tags`;
+    this.#log(`purge: leading: ${what} purged before this lead began will be purged once more in ${this.#o.repeatAfterMs} ms, in case whoever led before still owed those repeats${why} (docs/purge.md)`);
   }
 
   /** One call of repeats only: those due at `now`, up to a call's worth. */

@@ -135,11 +135,12 @@ export const INHERIT_WINDOW_DELAYS = 3;
 /**
  * The tags a new leader owes a repeat for, read from the store's `latest` changes (newest first, as many as
  * the caller read, `read`): those of the purged changes made within INHERIT_WINDOW_DELAYS repeat delays of
- * the newest purged one (see the header). The window is measured on the store's clock alone, so instances' clocks never meet. Ids
- * fold as in `batchOf`; "" (everything changed) is the all-items tag. If the window may reach past what was
- * read, the only safe repeat is the wide one. None when nothing read was purged: whoever led before owed
- * nothing (or, with `read` changes all pending, the backlog bound has this leader purge every item anyway).
- * A change recorded long before its transaction committed (PostgreSQL records its start) may fall outside.
+ * the newest purged one (see the header), measured on the store's clock alone, so instances' clocks never
+ * meet. Ids fold as in `batchOf`; "" (everything changed) is the all-items tag. If the window may reach past
+ * what was read, the only safe repeat is the wide one. None when nothing read was purged: whoever led before
+ * owed nothing (or, with `read` changes all pending, the backlog bound has this leader purge every item
+ * anyway). A change whose transaction ran for more than about one repeat delay (PostgreSQL records its
+ * start) may fall outside.
  */
 export function inheritedRepeats(latest: readonly RecentChange[], read: number, repeatAfterMs: number): string[] {
   let newestPurge = -Infinity;

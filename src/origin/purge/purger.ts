@@ -58,8 +58,12 @@ export interface PurgerOptions extends Partial<PurgerTuning> {
   backlogBound?: number;
 }
 
-/** A new leader reads this many times the backlog bound of the newest changes (`#inherit`). */
+/**
+ * A new leader reads this many times the backlog bound of the newest changes (`#inherit`), at most
+ * INHERIT_READ_MAX: on Enterprise (bound 60,000) three times would be megabytes, under the store deadline.
+ */
 const INHERIT_READ_FACTOR = 3;
+const INHERIT_READ_MAX = 30_000;
 
 export class Purger {
   readonly #source: PurgeSource;
@@ -342,7 +346,7 @@ export class Purger {
   async #inherit(): Promise<void> {
     this.#inherited = true;
     if (this.#o.repeatAfterMs === 0) return;
-    const read = INHERIT_READ_FACTOR * this.#o.backlogBound + 1;
+    const read = Math.min(INHERIT_READ_FACTOR * this.#o.backlogBound, INHERIT_READ_MAX) + 1;
     let tags: string[];
     let why = "";
     try {

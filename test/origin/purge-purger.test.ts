@@ -679,7 +679,7 @@ describe("Purger: each purge once more, for fills in flight", () => {
     expect(t.applied).toHaveLength(1);
   });
 
-  it("a new leader inherits no repeat when nothing was purged, and a wide one when the newest changes it reads may not reach back far enough", async () => {
+  it("a new leader inherits no repeat when nothing was purged, and a wide one for more distinct tags than the backlog bound", async () => {
     const quiet = await setup({ purger: { repeatAfterMs: REPEAT } });
     quiet.source.add("a"); // pending: its first purge owes its own repeat
     quiet.purger.start();
@@ -688,7 +688,7 @@ describe("Purger: each purge once more, for fills in flight", () => {
     expect(quiet.lines.filter((line) => line.startsWith("purge: leading:"))).toEqual([]);
 
     const busy = await setup({ purger: { repeatAfterMs: REPEAT, backlogBound: 3 } });
-    busy.source.add("a", "b", "c", "d"); // four changes within the window, one more than the bound: all read are in it
+    busy.source.add("a", "b", "c", "d"); // four tags within the window, one more than the bound
     busy.source.pending.clear();
     busy.purger.start();
     await busy.runUntil(() => busy.applied.length === 1);

@@ -59,11 +59,12 @@ export interface PurgerOptions extends Partial<PurgerTuning> {
 }
 
 /**
- * A new leader reads this many times the backlog bound of the newest changes (`#inherit`), at most
- * INHERIT_READ_MAX: on Enterprise (bound 60,000) three times would be megabytes, under the store deadline.
+ * The newest changes a new leader reads (`#inherit`): about 1.5 MB from PostgreSQL, tens of ms. Whatever the
+ * plan, the inherited repeat goes wide only past this many changes in its window, or past the backlog bound
+ * of distinct tags (OwedRepeats), as a leader's own repeats would; a bound-sized read would send a burst of
+ * writes to a few hot ids wide.
  */
-const INHERIT_READ_FACTOR = 3;
-const INHERIT_READ_MAX = 30_000;
+const INHERIT_READ = 30_000;
 
 export class Purger {
   readonly #source: PurgeSource;
@@ -346,7 +347,7 @@ export class Purger {
   async #inherit(): Promise<void> {
     this.#inherited = true;
     if (this.#o.repeatAfterMs === 0) return;
-    const read = Math.min(INHERIT_READ_FACTOR * this.#o.backlogBound, INHERIT_READ_MAX) + 1;
+    const read = INHERIT_READ + 1;
     let tags: string[];
     let why = "";
     try {

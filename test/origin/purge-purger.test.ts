@@ -661,9 +661,9 @@ describe("Purger: each purge once more, for fills in flight", () => {
   it("a new leader repeats, one repeat delay after it starts, what was purged within three repeat delays of the newest purge (its predecessor may have died owing those repeats)", async () => {
     const t = await setup({ purger: { repeatAfterMs: REPEAT } });
     t.source.add("old");
-    t.timers.advance(2 * REPEAT + 1);
+    t.timers.advance(1);
     t.source.add("a", "B", "b", "not an id");
-    t.timers.advance(REPEAT);
+    t.timers.advance(3 * REPEAT - 1);
     t.source.add("c");
     // The leader before purged all of these, then crashed before any repeat; c's change is newest.
     t.source.pending.clear();
@@ -671,7 +671,7 @@ describe("Purger: each purge once more, for fills in flight", () => {
     const startAt = t.timers.now();
     t.purger.start();
     await t.runUntil(() => t.applied.length === 1);
-    expect(t.applied).toEqual([["item:c", "item:b", "item:a"]]); // not "old": made more than three repeat delays before c
+    expect(t.applied).toEqual([["item:c", "item:b", "item:a"]]); // not "old": made three repeat delays before c
     expect(t.tagCalls()[0]!.at).toBe(startAt + REPEAT);
     expect(t.lines).toContain(`purge: leading: 3 tags purged before this lead began will be purged once more in ${REPEAT} ms, in case whoever led before still owed those repeats (docs/purge.md)`);
     expect(t.purger.stats()).toMatchObject({ repeatedTags: 3, repeatsOwed: 0 });
@@ -734,7 +734,8 @@ describe("inheritedRepeats: what a new leader repeats for the one before", () =>
 
   it("none with repeats off or nothing purged; the all-items tag when what was read may not reach back far enough", () => {
     expect(inheritedRepeats([change("a", 1)], 10, 0)).toEqual([]);
-    expect(inheritedRepeats([change("a", 1, false)], 1, 6_000)).toEqual([]);
+    expect(inheritedRepeats([change("a", 1, false)], 2, 6_000)).toEqual([]);
+    expect(inheritedRepeats([change("a", 2, false), change("b", 1, false)], 2, 6_000)).toEqual([ALL_ITEMS_TAG]); // the purges are further back
     expect(inheritedRepeats([change("a", 10_000), change("b", 9_000)], 2, 6_000)).toEqual([ALL_ITEMS_TAG]);
     expect(inheritedRepeats([change("a", 20_000), change("b", 2_000)], 2, 6_000)).toEqual(["item:a"]);
   });

@@ -25,9 +25,9 @@ export class OwedRepeats {
     return this.#due.size;
   }
 
-  /** Whether a repeat of `tag` (or of every item) is owed. */
-  owes(tag: string): boolean {
-    return this.#due.has(ALL_ITEMS_TAG) || this.#due.has(tag.toLowerCase());
+  /** Whether the wide repeat, of every item, is owed. */
+  get owesEveryItem(): boolean {
+    return this.#due.has(ALL_ITEMS_TAG);
   }
 
   /** When the first owed repeat falls due; Infinity when none is owed. */

@@ -137,15 +137,16 @@ export const INHERIT_WINDOW_DELAYS = 3;
  * the caller read, `read`): those of the purged changes made within INHERIT_WINDOW_DELAYS repeat delays of
  * the newest purged one (see the header), measured on the store's clock alone, so instances' clocks never
  * meet. Ids fold as in `batchOf`; "" (everything changed) is the all-items tag. If the window may reach past
- * what was read, the only safe repeat is the wide one. None when nothing read was purged: whoever led before
- * owed nothing (or, with `read` changes all pending, the backlog bound has this leader purge every item
- * anyway). A change whose transaction ran for more than about one repeat delay (PostgreSQL records its
- * start) may fall outside.
+ * what was read, the only safe repeat is the wide one; so too when all `read` changes are pending (the
+ * purges before them are out of sight). None when fewer were read and none was purged: whoever led before
+ * owed nothing. A change whose transaction ran for more than about one repeat delay (PostgreSQL records its
+ * start) may fall outside, and so may, beyond a full read, changes recorded after such a transaction's.
  */
 export function inheritedRepeats(latest: readonly RecentChange[], read: number, repeatAfterMs: number): string[] {
   let newestPurge = -Infinity;
   for (const change of latest) if (change.purged && change.changedAt > newestPurge) newestPurge = change.changedAt;
-  if (repeatAfterMs === 0 || newestPurge === -Infinity) return [];
+  if (repeatAfterMs === 0) return [];
+  if (newestPurge === -Infinity) return latest.length >= read ? [ALL_ITEMS_TAG] : [];
   const from = newestPurge - INHERIT_WINDOW_DELAYS * repeatAfterMs;
   if (latest.length >= read && latest[latest.length - 1]!.changedAt > from) return [ALL_ITEMS_TAG];
   const tags = new Map<string, string>();

@@ -357,9 +357,11 @@ export class Purger {
       why = ` (the newest changes could not be read: ${error instanceof Error ? error.message : String(error)})`;
     }
     if (tags.length === 0) return;
+    const wideBefore = this.#repeats.owesEveryItem;
     this.#owe(tags, this.#timers.now());
-    // More distinct tags than the bound are owed as one wide repeat (OwedRepeats).
-    const what = this.#repeats.owes(ALL_ITEMS_TAG) ? `every item (tag "${ALL_ITEMS_TAG}")` : tags.length === 1 ? "1 tag" : `${tags.length} tags`;
+    // Past the bound, what is owed becomes one wide repeat (OwedRepeats).
+    const wide = !wideBefore && this.#repeats.owesEveryItem;
+    const what = wide ? `every item (tag "${ALL_ITEMS_TAG}")` : tags.length === 1 ? "1 tag" : `${tags.length} tags`;
     this.#log(`purge: leading: ${what} purged before this lead began will be purged once more in ${this.#o.repeatAfterMs} ms, in case whoever led before still owed those repeats${why} (docs/purge.md)`);
   }
 

@@ -129,7 +129,7 @@ export function batchOf(changes: readonly PendingChange[]): { tags: string[]; ke
   return { tags: entries.map((e) => e.tag), keys, keysByTag: entries.map((e) => e.keys), more };
 }
 
-/** Repeat delays a new leader looks back from the newest purged change: two, plus one for a transaction's length (see the header). */
+/** Repeat delays a new leader looks back from the newest purged change: two, and one for a transaction's length (header). */
 export const INHERIT_WINDOW_DELAYS = 3;
 
 /**

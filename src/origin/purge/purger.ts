@@ -84,6 +84,7 @@ export class Purger {
   #abandoned = false; // stop()'s bound passed: leave the repeats still owed
   #repeatHoldUntil = 0; // a call of repeats alone waits for the bucket's reserve until then
   #inherited = false; // this lead's first round has owed the repeats the previous leader may have owed
+  #inheritedSignal = settledSignal(); // resolved once it has, or once the loop ended without
   readonly #repeats: OwedRepeats;
   /** When this purger first saw each change of the last take (its commit came before). */
   #seen = new Map<string, number>();
@@ -125,6 +126,7 @@ export class Purger {
     this.#repeatFailing = false;
     this.#seen.clear(); // changes taken before a pause count as seen now: the safe side
     this.#inherited = false;
+    this.#inheritedSignal = pendingSignal();
     this.#runAt = this.#timers.now();
     this.#loop = this.#run();
   }
@@ -175,6 +177,14 @@ export class Purger {
     this.#drainUntil = null;
   }
 
+  /**
+   * Resolves once this lead's first round has read the store's newest changes for the repeats it inherits (or
+   * the loop ended first): until then the change log must not be pruned, or the rows it reads could go.
+   */
+  inherited(): Promise<void> {
+    return this.#inheritedSignal.promise;
+  }
+
   /** Resolves once the loop is parked on a timer with nothing in flight (or not running): for tests and tools. */
   whenIdle(): Promise<void> {
     if (this.#loop === null || this.#sleep !== null || this.#ended) return Promise.resolve();
@@ -217,6 +227,7 @@ export class Purger {
       if (this.#runAt === Infinity) this.#runAt = this.#timers.now() + this.#o.pollMs;
     }
     this.#stopping = true;
+    this.#inheritedSignal.resolve();
     await this.#drain();
     this.#ended = true;
     for (const resolve of this.#idleWaiters.splice(0)) resolve();
@@ -346,7 +357,7 @@ export class Purger {
    */
   async #inherit(): Promise<void> {
     this.#inherited = true;
-    if (this.#o.repeatAfterMs === 0) return;
+    if (this.#o.repeatAfterMs === 0) return this.#inheritedSignal.resolve();
     const read = INHERIT_READ + 1;
     let tags: string[];
     let why = "";
@@ -355,6 +366,8 @@ export class Purger {
     } catch (error) {
       tags = [ALL_ITEMS_TAG];
       why = ` (the newest changes could not be read: ${error instanceof Error ? error.message : String(error)})`;
+    } finally {
+      this.#inheritedSignal.resolve();
     }
     if (tags.length === 0) return;
     const wideBefore = this.#repeats.owesEveryItem;
@@ -486,4 +499,20 @@ export class Purger {
     this.#timers.clearTimeout(sleep.timer);
     sleep.resolve();
   }
+}
+
+/** A promise and its resolve, for a moment other code waits for (`inherited`). */
+interface Signal {
+  promise: Promise<void>;
+  resolve: () => void;
+}
+
+function pendingSignal(): Signal {
+  let resolve = () => {};
+  const promise = new Promise<void>((done) => (resolve = done));
+  return { promise, resolve };
+}
+
+function settledSignal(): Signal {
+  return { promise: Promise.resolve(), resolve: () => {} };
 }

@@ -4,15 +4,8 @@
 // that moment. Waits are on events and on what PostgreSQL reports, each bounded; nothing sleeps to synchronise.
 import { connect, createServer, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { startCloudflareApiStandIn } from "../../scripts/lib/cloudflare-api-stand-in.ts";
-import { startLeaderDuties } from "../../src/origin/purge/leader-duties.ts";
 import { FixedLeadership, PostgresLeadership } from "../../src/origin/purge/leadership.ts";
-import type { PurgeSource } from "../../src/origin/purge/purge-source.ts";
-import { deferred, until } from "./harness.ts";
 import { startOnPostgres, usePostgres } from "./pg-harness.ts";
-
-const DUTIES_ZONE = "0123456789abcdef0123456789abcdef";
-const DUTIES_TOKEN = "duties-token-0123456789";
 
 const postgres = usePostgres();
 
@@ -244,39 +237,4 @@ describe("what an origin on PostgreSQL says it leads", () => {
     await leading;
     expect(lines.filter((l) => l.includes("leads"))).toEqual([expect.stringMatching(/^leadership: this instance leads the change log's pruning \(advisory lock \d+\)$/)]);
   }, 30_000);
-});
-
-describe("what a new leader does first", () => {
-  it("prunes the change log only once the purger has read the newest changes for the repeats it inherits", async () => {
-    const standIn = await startCloudflareApiStandIn({ token: DUTIES_TOKEN, zoneId: DUTIES_ZONE, plan: "enterprise" });
-    const order: string[] = [];
-    const read = deferred<void>();
-    const source: PurgeSource = {
-      take: async () => [],
-      markPurged: async () => {},
-      cut: async () => ({ count: 0 }),
-      markCut: async () => {},
-      backlog: async () => 0,
-      latest: async () => {
-        order.push("read the newest changes");
-        await read.promise;
-        return [];
-      },
-    };
-    const pruner = { pruneOnce: async () => (order.push("pruned"), 0) };
-    const config = { zoneId: DUTIES_ZONE, token: DUTIES_TOKEN, apiBase: standIn.baseUrl, plan: "enterprise" as const, rate: 50, burst: 500, repeatAfterMs: 6_000 };
-    const duties = await startLeaderDuties({ leadership: new FixedLeadership(true), purge: { config, source }, pruner, closeables: [], log: () => {} });
-    try {
-      await until(() => order.length > 0, "the purger's first read", 5_000);
-      // Started with the lead, pruning would have run before the purger's first round could read.
-      expect(order).toEqual(["read the newest changes"]);
-      read.resolve();
-      await until(() => order.includes("pruned"), "the first pruning", 5_000);
-      expect(order).toEqual(["read the newest changes", "pruned"]);
-    } finally {
-      read.resolve();
-      await duties.close();
-      await standIn.close();
-    }
-  });
 });

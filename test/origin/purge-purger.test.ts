@@ -695,6 +695,26 @@ describe("Purger: each purge once more, for fills in flight", () => {
     expect(busy.applied).toEqual([[ALL_ITEMS_TAG]]);
   });
 
+  it("a new lead reads what it inherits at once, whatever backoff an earlier lead left", async () => {
+    const t = await setup({ purger: { repeatAfterMs: REPEAT } });
+    t.standIn.setFault({ kind: "5xx", count: 1_000 });
+    t.source.add("a");
+    t.purger.start();
+    await t.runUntil(() => t.purger.stats().retried >= 5);
+    await t.purger.stop(); // the lead moves on mid-backoff: no virtual time passes
+    const reads: number[] = [];
+    const latest = t.source.latest.bind(t.source);
+    t.source.latest = (limit) => {
+      reads.push(t.timers.now());
+      return latest(limit);
+    };
+    const startAt = t.timers.now();
+    t.purger.start();
+    await t.purger.whenIdle(); // parked on the earlier lead's backoff
+    expect(t.timers.nextAt()).toBeGreaterThan(startAt);
+    expect(reads).toEqual([startAt]);
+  });
+
   it("a new leader that cannot read the newest changes owes the only safe repeat, of every item, and purges its pending changes meanwhile", async () => {
     const t = await setup({ purger: { repeatAfterMs: REPEAT } });
     t.source.latest = () => Promise.reject(new Error("the store is away"));

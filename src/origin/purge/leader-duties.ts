@@ -56,8 +56,9 @@ export async function startLeaderDuties(options: LeaderDutiesOptions): Promise<L
   const pruning = options.pruner === undefined ? undefined : new ChangeLogPruning(options.pruner, { log });
   // Starts and stops in order: a quick lose-then-win must not leave the purger stopped.
   let transition: Promise<unknown> = Promise.resolve();
-  // Counts changes of lead (and the close), so that a pruning start waiting on the purger belongs to its lead.
+  // Counts changes of lead, so that a pruning start waiting on the purger belongs to its lead (and none after close).
   let lead = 0;
+  let closed = false;
   leadership.start((leading) => {
     const thisLead = ++lead;
     transition = transition.then(() => {
@@ -66,7 +67,7 @@ export async function startLeaderDuties(options: LeaderDutiesOptions): Promise<L
         // Pruning waits until the purger has read the newest changes for the repeats it inherits: the rows of a
         // lead vacant for minutes are old enough to be pruned before it reads them (purge-policy.ts).
         void (purger?.inherited() ?? Promise.resolve()).then(() => {
-          if (lead === thisLead) pruning?.start();
+          if (lead === thisLead && !closed) pruning?.start();
         });
         return undefined;
       }
@@ -80,7 +81,7 @@ export async function startLeaderDuties(options: LeaderDutiesOptions): Promise<L
     },
     purgeStats: () => purger?.stats(),
     async close() {
-      lead++;
+      closed = true;
       // While it still leads, the purger sends the repeats it owes first: the next leader repeats them only a
       // repeat delay after it starts (purge-policy.ts, inherited repeats).
       await transition;

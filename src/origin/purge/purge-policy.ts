@@ -33,8 +33,8 @@
 // at once (an early repeat still covers every fill stored before it).
 //
 // Inherited repeats: owed repeats live in the leader's memory, so a leader that crashes (or whose lead passes
-// to another instance for good) takes them along. Every new leader therefore owes, `repeatAfterMs` after its
-// first round, a repeat of the purged changes that the one before may still have owed one for
+// to another instance for good) takes them along. Every new leader therefore owes, `repeatAfterMs` after it
+// starts, a repeat of the purged changes that the one before may still have owed one for
 // (`inheritedRepeats`): a repeat is needed only for a change purged within `repeatAfterMs` of its commit (a
 // later first purge came after every fill it could race with), and it falls due within `repeatAfterMs` of that
 // purge, so such a change committed less than two repeat delays before the newest purged change was recorded.

@@ -18,7 +18,7 @@
 // Repeating: each accepted call's tags are owed once more `repeatAfterMs` after it was sent, for an edge fill
 // that was stored after it (purge-policy.ts). Owed tags live in memory: a leader that shuts down sends them
 // before it goes (`stop({ drain: true })`, up to `stopDrainMs`); one that loses the lead keeps them for when it
-// leads again; one that crashes takes them along, so every leader's first round owes a repeat of what the one
+// leads again; one that crashes takes them along, so every leader, as it starts, owes a repeat of what the one
 // before may have owed, read from the store's newest changes (`inheritedRepeats`).
 // The loop and its states stay in one file (about 400 lines): every transition reads against the others.
 
@@ -83,8 +83,7 @@ export class Purger {
   #drainUntil: number | null = null; // shutting down: purging goes on until then, or until nothing is owed
   #abandoned = false; // stop()'s bound passed: leave the repeats still owed
   #repeatHoldUntil = 0; // a call of repeats alone waits for the bucket's reserve until then
-  #inherited = false; // this lead's first round has owed the repeats the previous leader may have owed
-  #inheritedSignal = settledSignal(); // resolved once it has, or once the loop ended without
+  #inheritedSignal = settledSignal(); // resolved once this lead has owed what the previous leader may have owed
   readonly #repeats: OwedRepeats;
   /** When this purger first saw each change of the last take (its commit came before). */
   #seen = new Map<string, number>();
@@ -125,7 +124,6 @@ export class Purger {
     this.#failingSince = null;
     this.#repeatFailing = false;
     this.#seen.clear(); // changes taken before a pause count as seen now: the safe side
-    this.#inherited = false;
     this.#inheritedSignal = pendingSignal();
     this.#runAt = this.#timers.now();
     this.#loop = this.#run();
@@ -178,8 +176,8 @@ export class Purger {
   }
 
   /**
-   * Resolves once this lead's first round has read the store's newest changes for the repeats it inherits (or
-   * the loop ended first): until then the change log must not be pruned, or the rows it reads could go.
+   * Resolves once this lead has read the store's newest changes for the repeats it inherits (or its loop
+   * ended first): until then the change log must not be pruned, or the rows it reads could go.
    */
   inherited(): Promise<void> {
     return this.#inheritedSignal.promise;
@@ -212,6 +210,17 @@ export class Purger {
   }
 
   async #run(): Promise<void> {
+    try {
+      // At once, whatever hold (backoff, Retry-After) an earlier lead left: the read touches only the store, and
+      // the change log is not pruned until it is done.
+      await this.#inherit();
+      await this.#loopRounds();
+    } finally {
+      this.#inheritedSignal.resolve();
+    }
+  }
+
+  async #loopRounds(): Promise<void> {
     while (!this.#stopping) {
       const now = this.#timers.now();
       const drainUntil = this.#drainUntil;
@@ -227,7 +236,6 @@ export class Purger {
       if (this.#runAt === Infinity) this.#runAt = this.#timers.now() + this.#o.pollMs;
     }
     this.#stopping = true;
-    this.#inheritedSignal.resolve();
     await this.#drain();
     this.#ended = true;
     for (const resolve of this.#idleWaiters.splice(0)) resolve();
@@ -269,7 +277,6 @@ export class Purger {
 
   async #round(): Promise<void> {
     try {
-      if (!this.#inherited) await this.#inherit();
       if (this.#fallback !== null) return await this.#wideRound();
       const { takeLimit, backlogBound, failingBoundMs } = this.#o;
       const changes = await this.#source.take(takeLimit);
@@ -356,7 +363,6 @@ export class Purger {
    * a newer change to it since, whose repeat falls due later. If the read fails, only a wide repeat is safe.
    */
   async #inherit(): Promise<void> {
-    this.#inherited = true;
     if (this.#o.repeatAfterMs === 0) return this.#inheritedSignal.resolve();
     const read = INHERIT_READ + 1;
     let tags: string[];

@@ -20,7 +20,7 @@
 // before it goes (`stop({ drain: true })`, up to `stopDrainMs`); one that loses the lead keeps them for when it
 // leads again; one that crashes takes them along, so every leader, as it starts, owes a repeat of what the one
 // before may have owed, read from the store's newest changes (`inheritedRepeats`).
-// The loop and its states stay in one file (about 400 lines): every transition reads against the others.
+// The loop and its states stay in one file (about 500 lines): every transition reads against the others.
 
 import { ALL_ITEMS_TAG } from "../../shared/cache-tag.ts";
 import { MAX_TAGS_PER_CALL, type PurgeApi, type PurgeOutcome, VERIFY_TAG } from "./cloudflare-purge-api.ts";

@@ -154,7 +154,7 @@ export const ORIGIN_VARS = {
       default: "",
       secret: true,
       meaning:
-        "Shared secret; when set, every request on PORT without the same `x-origin-token` header gets 401 (constant-time compare). The same value as the worker's `ORIGIN_TOKEN` secret. Unset: no check.",
+        "Shared secret; when set, every request on PORT without the same `x-origin-token` header gets 401 (constant-time compare). The same value as the worker's `ORIGIN_TOKEN` secret. Unset: no check; set but empty is refused (unlike other variables, whose empty value means the default).",
     },
     (raw, c) => readToken(raw, c),
   ),

@@ -13,7 +13,10 @@
 // An argument it does not know (`--dryrun`) prints the usage and exits 2, building and sending nothing.
 //
 // Environment: CLOUDFLARE_API_TOKEN (Zone > Snippets > Edit), CLOUDFLARE_ZONE_ID; SNIPPET_NAME and
-// SNIPPET_EXPRESSION may stand in for --name and --expression. wrangler cannot deploy Snippets.
+// SNIPPET_EXPRESSION may stand in for --name and --expression; CLOUDFLARE_API_BASE (the API's address; tests
+// point it at a loopback stand-in, the only place a test run may send to). wrangler cannot deploy Snippets.
+// Every answer must be Cloudflare's JSON envelope with "success": true: anything else (an HTML page from a
+// proxy, a redirect's target) stops the deploy, and step 3 is never sent on a list that was not read.
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -21,7 +24,7 @@ import { basename } from "node:path";
 import { type FlagSpec, scriptArgsOrExit, varFlags } from "./lib/wrangler-vars.ts";
 import { SNIPPET_LIMIT_BYTES } from "./lib/snippet-bundle.ts";
 
-const API = "https://api.cloudflare.com/client/v4";
+const API = (process.env.CLOUDFLARE_API_BASE ?? "https://api.cloudflare.com/client/v4").replace(/\/+$/, "");
 const MAIN_MODULE = "snippet.js";
 // Fixed, so that --dry-run shows the exact bytes that are sent; it cannot occur in a minified module's text.
 const BOUNDARY = "slim-edge-snippet-3f9c1e7a5b2d4c8e";
@@ -72,7 +75,17 @@ if (!/^[a-z0-9_]+$/.test(name)) problems.push(`the snippet name "${name}" may on
 if (expression.trim() === "") {
   problems.push(`no rule expression: pass --expression (or SNIPPET_EXPRESSION), e.g. 'http.host eq "api.example.com"'. Match the API's whole host: preflights for any path and 404s are answered by the Snippet too.`);
 }
-if (process.env.VITEST && !dryRun) problems.push("refusing to deploy from a test run (VITEST is set); use --dry-run.");
+let apiUrl: URL | undefined;
+try {
+  apiUrl = new URL(API);
+} catch {
+  // reported below
+}
+if (apiUrl === undefined || (apiUrl.protocol !== "https:" && apiUrl.protocol !== "http:")) {
+  problems.push(`CLOUDFLARE_API_BASE "${API}" is not an http(s) URL; leave it unset for https://api.cloudflare.com/client/v4.`);
+} else if (process.env.VITEST && !dryRun && !["127.0.0.1", "localhost", "[::1]"].includes(apiUrl.hostname)) {
+  problems.push("refusing to deploy from a test run (VITEST is set) anywhere but a loopback CLOUDFLARE_API_BASE; use --dry-run.");
+}
 if (problems.length > 0) fail(`cannot deploy:\n${problems.map((p) => `  ${p}`).join("\n")}`);
 
 // --- the module: built now, or given ------------------------------------------------------------------------
@@ -151,8 +164,10 @@ interface ApiResponse<T> {
   errors?: { code?: number; message: string }[];
   result?: T;
 }
+/** An answer, and whether its body was JSON at all. */
+type Reply<T> = ApiResponse<T> & { status: number; json: boolean };
 
-async function call<T>(step: string, method: string, url: string, headers: Record<string, string>, body?: Buffer | string): Promise<ApiResponse<T> & { status: number }> {
+async function call<T>(step: string, method: string, url: string, headers: Record<string, string>, body?: Buffer | string): Promise<Reply<T>> {
   let response: Response;
   try {
     response = await fetch(url, { method, headers: { Authorization: `Bearer ${token}`, ...headers }, body });
@@ -160,31 +175,50 @@ async function call<T>(step: string, method: string, url: string, headers: Recor
     fail(`${step}: ${method} ${url} failed: ${error instanceof Error ? error.message : String(error)}`);
   }
   let parsed: ApiResponse<T> = {};
+  let json = false;
   try {
-    parsed = (await response.json()) as ApiResponse<T>;
+    const value: unknown = await response.json();
+    if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+      parsed = value as ApiResponse<T>;
+      json = true;
+    }
   } catch {
-    // Not JSON: reported below from the status.
+    // Not JSON: reported from the status.
   }
-  return { ...parsed, status: response.status };
+  return { ...parsed, status: response.status, json };
 }
 
-function apiFailure(step: string, reply: ApiResponse<unknown> & { status: number }): never {
+/** Accepted: a 2xx that is Cloudflare's envelope saying `"success": true`. */
+const accepted = (reply: Reply<unknown>) => reply.status < 300 && reply.json && reply.success === true;
+
+function apiFailure(step: string, reply: Reply<unknown>): never {
   const errors = (reply.errors ?? []).map((e) => `  [${e.code ?? "?"}] ${e.message}`).join("\n");
-  fail(`${step} failed (HTTP ${reply.status})${errors ? `:\n${errors}` : ""}`);
+  const what = !reply.json ? ", not Cloudflare's JSON" : reply.success === undefined ? ', no "success" in the answer' : "";
+  fail(`${step} failed (HTTP ${reply.status}${what})${errors ? `:\n${errors}` : ""}; nothing after this step was sent`);
 }
 
-const listed = await call<SnippetRule[] | { rules?: SnippetRule[] }>("1. read rules", "GET", rulesUrl, {});
+/** The rules of an accepted list: an array, `{ rules: [...] }`, or none (null); undefined for any other shape. */
+function rulesIn(result: unknown): SnippetRule[] | undefined {
+  if (result === null || result === undefined) return [];
+  if (Array.isArray(result)) return result as SnippetRule[];
+  const rules = (result as { rules?: unknown }).rules;
+  return typeof result === "object" && Array.isArray(rules) ? (rules as SnippetRule[]) : undefined;
+}
+
+const listed = await call<unknown>("1. read rules", "GET", rulesUrl, {});
 let existing: SnippetRule[] = [];
-if (listed.status < 300 && listed.success !== false) {
-  existing = Array.isArray(listed.result) ? listed.result : (listed.result?.rules ?? []);
-} else if (listed.status !== 404 && !(listed.errors ?? []).some((e) => e.code === 10003)) {
-  // 404 / 10003: the zone has no snippet rules yet. Anything else must stop us: replacing a list we could
-  // not read would delete the zone's other rules.
+if (accepted(listed)) {
+  const rules = rulesIn(listed.result);
+  // Replacing a list we could not read would delete the zone's other rules.
+  if (rules === undefined) fail(`1. read rules: the answer's "result" is not a list of rules (HTTP ${listed.status}); nothing was changed`);
+  existing = rules;
+} else if (!(listed.json && (listed.status === 404 || (listed.errors ?? []).some((e) => e.code === 10003)))) {
+  // 404 / 10003 from the API: the zone has no snippet rules yet. Anything else stops us before anything changed.
   apiFailure("1. read rules", listed);
 }
 console.log(`1. the zone has ${existing.length} snippet rule(s)`);
 const upload = await call("2. upload", "PUT", snippetUrl, { "Content-Type": `multipart/form-data; boundary=${BOUNDARY}` }, uploadBody);
-if (upload.status >= 300 || upload.success === false) apiFailure("2. upload", upload);
+if (!accepted(upload)) apiFailure("2. upload", upload);
 console.log(`2. uploaded "${name}"`);
 
 const keep = ({ description, enabled, expression, snippet_name }: SnippetRule): SnippetRule =>
@@ -194,5 +228,5 @@ const rules = existing.filter((r) => r.snippet_name !== name).map(keep);
 rules.splice(position === -1 ? rules.length : position, 0, rule);
 
 const updated = await call("3. write rules", "PUT", rulesUrl, { "Content-Type": "application/json" }, JSON.stringify({ rules }));
-if (updated.status >= 300 || updated.success === false) apiFailure("3. write rules", updated);
+if (!accepted(updated)) apiFailure("3. write rules", updated);
 console.log(`3. ${position === -1 ? "added" : "replaced"} the rule: "${name}" runs on ${expression}\nDeployed. Snippets take a few seconds to reach every data center (error 1205 until then).`);

@@ -1,7 +1,9 @@
 // Node side of the Snippet: `npm run build:snippet` (scripts/build-snippet.ts) and `npm run deploy:snippet`
-// (scripts/deploy-snippet.ts) as a user runs them. The deploy script only ever runs with --dry-run or with a
-// missing input here: it refuses to send anything while VITEST is set, and there is no network anyway.
-import { spawnSync } from "node:child_process";
+// (scripts/deploy-snippet.ts) as a user runs them. The deploy script sends only to a loopback stand-in of the
+// Cloudflare API here (CLOUDFLARE_API_BASE): while VITEST is set it refuses any other address.
+import { spawn, spawnSync } from "node:child_process";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -225,7 +227,7 @@ describe("npm run deploy:snippet", () => {
     expect(stderr).toContain('the snippet name "Slim-Edge" may only contain a-z, 0-9 and _');
   });
 
-  it("never deploys from a test run", () => {
+  it("never deploys from a test run anywhere but a loopback API", () => {
     const { status, stdout, stderr } = run("scripts/deploy-snippet.ts", ["--file", built(), "--expression", expression], {
       CLOUDFLARE_ZONE_ID: zone,
       CLOUDFLARE_API_TOKEN: "secret-api-token-value",
@@ -234,6 +236,102 @@ describe("npm run deploy:snippet", () => {
     expect(status).toBe(1);
     expect(stderr).toContain("refusing to deploy from a test run");
     expect(stdout).toBe("");
+  });
+});
+
+describe("npm run deploy:snippet against the API (a loopback stand-in)", () => {
+  const zone = "0123456789abcdef0123456789abcdef";
+  const expression = 'http.host eq "api.example.com"';
+  const other = { description: "someone else's", enabled: true, expression: 'http.host eq "other.example.com"', snippet_name: "other" };
+  const ok = (result: unknown) => JSON.stringify({ success: true, errors: [], messages: [], result });
+
+  /** Serves each request with `answer(method, path)`; records what it got. */
+  async function api(answer: (method: string, path: string) => { status: number; body: string; type?: string }) {
+    const got: { method: string; path: string; body: string }[] = [];
+    const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.on("end", () => {
+        const path = new URL(req.url!, "http://x").pathname.replace(`/client/v4/zones/${zone}/snippets`, "");
+        got.push({ method: req.method!, path, body: Buffer.concat(chunks).toString("latin1") });
+        const { status, body, type } = answer(req.method!, path);
+        res.writeHead(status, { "content-type": type ?? "application/json" }).end(body);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    return { got, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}/client/v4`, close: () => new Promise((done) => server.close(done)) };
+  }
+
+  /** The deploy, as `run` does it but without blocking this process (the stand-in answers from here). */
+  function deploy(base: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
+    const file = join(dir, "deploy-api.js");
+    if (!existsSync(file)) expect(run("scripts/build-snippet.ts", ["--outfile", file]).status).toBe(0);
+    const env = Object.fromEntries(Object.entries(process.env).filter(([n]) => !/^(CLOUDFLARE_|SNIPPET_)/.test(n)));
+    const child = spawn(process.execPath, ["scripts/deploy-snippet.ts", "--file", file, "--expression", expression], {
+      cwd: ROOT,
+      env: { ...env, VITEST: "true", CLOUDFLARE_ZONE_ID: zone, CLOUDFLARE_API_TOKEN: "secret-api-token-value", CLOUDFLARE_API_BASE: base },
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
+    return new Promise((resolve) => child.on("close", (status) => resolve({ status, stdout, stderr })));
+  }
+
+  it("keeps the zone's other rules: reads them, uploads, and writes them back with this rule added", async () => {
+    const stand = await api((method, path) => ({ status: 200, body: ok(method === "GET" ? [other] : path === "/snippet_rules" ? [] : { snippet_name: "slim_edge" }) }));
+    try {
+      const { status, stdout } = await deploy(stand.base);
+      expect(status).toBe(0);
+      expect(stdout).toContain('3. added the rule: "slim_edge" runs on');
+      expect(stand.got.map((r) => `${r.method} ${r.path}`)).toEqual(["GET /snippet_rules", "PUT /slim_edge", "PUT /snippet_rules"]);
+      const written = JSON.parse(stand.got[2]!.body) as { rules: { snippet_name: string }[] };
+      expect(written.rules[0]).toEqual(other);
+      expect(written.rules.map((r) => r.snippet_name)).toEqual(["other", "slim_edge"]);
+    } finally {
+      await stand.close();
+    }
+  });
+
+  it.each([
+    ["an HTML page with 200 (a proxy, a followed redirect)", { status: 200, body: "<html>sign in</html>", type: "text/html" }, "1. read rules failed (HTTP 200, not Cloudflare's JSON)"],
+    ["JSON without \"success\"", { status: 200, body: JSON.stringify({ result: [] }) }, '1. read rules failed (HTTP 200, no "success" in the answer)'],
+    ["a result that is not a list of rules", { status: 200, body: ok({ snippets: [] }) }, '1. read rules: the answer\'s "result" is not a list of rules (HTTP 200); nothing was changed'],
+    ["a 404 that is not the API's", { status: 404, body: "not found", type: "text/plain" }, "1. read rules failed (HTTP 404, not Cloudflare's JSON)"],
+  ])("stops before anything changed when the rules cannot be read: %s", async (_, answer, message) => {
+    const stand = await api((method) => (method === "GET" ? answer : { status: 200, body: ok([]) }));
+    try {
+      const { status, stderr } = await deploy(stand.base);
+      expect(status).toBe(1);
+      expect(stderr).toContain(`deploy:snippet: ${message}`);
+      expect(stand.got.map((r) => r.method)).toEqual(["GET"]); // no upload, and no rule list replaced
+    } finally {
+      await stand.close();
+    }
+  });
+
+  it("an upload answered with something other than success never reaches step 3", async () => {
+    const stand = await api((method) => (method === "GET" ? { status: 200, body: ok([other]) } : { status: 200, body: "<html></html>", type: "text/html" }));
+    try {
+      const { status, stderr } = await deploy(stand.base);
+      expect(status).toBe(1);
+      expect(stderr).toContain("deploy:snippet: 2. upload failed (HTTP 200, not Cloudflare's JSON); nothing after this step was sent");
+      expect(stand.got.map((r) => `${r.method} ${r.path}`)).toEqual(["GET /snippet_rules", "PUT /slim_edge"]);
+    } finally {
+      await stand.close();
+    }
+  });
+
+  it("a zone with no rules yet (the API's 404) gets a list of this rule alone", async () => {
+    const noRules = JSON.stringify({ success: false, errors: [{ code: 10003, message: "not found" }], result: null });
+    const stand = await api((method) => (method === "GET" ? { status: 404, body: noRules } : { status: 200, body: ok([]) }));
+    try {
+      const { status } = await deploy(stand.base);
+      expect(status).toBe(0);
+      expect((JSON.parse(stand.got[2]!.body) as { rules: { snippet_name: string }[] }).rules.map((r) => r.snippet_name)).toEqual(["slim_edge"]);
+    } finally {
+      await stand.close();
+    }
   });
 });
 

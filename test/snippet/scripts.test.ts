@@ -4,7 +4,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -332,6 +332,34 @@ describe("npm run deploy:snippet against the API (a loopback stand-in)", () => {
     } finally {
       await stand.close();
     }
+  });
+});
+
+describe("npm run deploy", () => {
+  /** A `wrangler` first on PATH that records its arguments instead of deploying. */
+  function fakeWrangler() {
+    const bin = join(dir, `bin-${Math.random().toString(36).slice(2)}`);
+    mkdirSync(bin);
+    const called = join(bin, "called");
+    writeFileSync(join(bin, "wrangler"), `#!/bin/sh\necho "$@" > "${called}"\n`);
+    chmodSync(join(bin, "wrangler"), 0o755);
+    return { env: { PATH: `${bin}:${process.env.PATH ?? ""}` }, called: () => (existsSync(called) ? readFileSync(called, "utf8").trim() : undefined) };
+  }
+
+  it("a configuration the worker would refuse never reaches wrangler deploy", () => {
+    const wrangler = fakeWrangler();
+    const { status, stderr } = run("scripts/deploy.ts", ["--var", "CORS_ALLOW_ORIGINS:*", "--var", "CORS_ALLOW_CREDENTIALS:true"], wrangler.env);
+    expect(status).not.toBe(0);
+    expect(stderr).toContain("CORS_ALLOW_CREDENTIALS");
+    expect(wrangler.called()).toBeUndefined();
+  });
+
+  it("a configuration that passes the check is deployed with the same arguments", () => {
+    const wrangler = fakeWrangler();
+    const args = ["--var", "CORS_ALLOW_ORIGINS:https://app.example.com"];
+    const { status } = run("scripts/deploy.ts", args, wrangler.env);
+    expect(status).toBe(0);
+    expect(wrangler.called()).toBe(`deploy ${args.join(" ")}`);
   });
 });
 

@@ -155,10 +155,12 @@ describe("bad input gets a clear error and changes nothing", () => {
 
   for (const t of cases) {
     it(t.name, async () => {
-      const origin = await start({ MAX_ITEM_BYTES: "1KiB" });
+      const announced: string[] = [];
+      const origin = await start({ MAX_ITEM_BYTES: "1KiB" }, { onCommitted: (id) => announced.push(id) });
       const c = await RawConnection.open(origin.port);
       await c.send(withBody("PUT", "/items/x", '{"v":1}'));
       const before = await c.send(get("/items/x"));
+      expect(announced).toEqual(["x"]);
 
       const r = await c.send(t.request());
       expect(r.status).toBe(t.status);
@@ -172,8 +174,24 @@ describe("bad input gets a clear error and changes nothing", () => {
       const stored = await origin.store.get("x");
       expect(stored?.etag).toBe(before.header("etag")); // still version 1
       expect(Buffer.from(stored!.body).toString()).toBe('{"v":1}');
+      expect(announced).toEqual(["x"]); // nothing told the other processes, the feed or the purger of a change
     });
   }
+
+  it("a client that goes away in the middle of a body changes nothing and announces nothing", async () => {
+    const announced: string[] = [];
+    const origin = await start({}, { onCommitted: (id) => announced.push(id) });
+    const socket = connect({ port: origin.port, host: "127.0.0.1" });
+    await new Promise((resolve) => socket.once("connect", resolve));
+    const head = "PUT /items/cut HTTP/1.1\r\nHost: o\r\nContent-Type: application/json\r\nContent-Length: 20\r\n\r\n";
+    await new Promise((resolve) => socket.write(`${head}{"v":`, resolve));
+    socket.destroy(); // gone, both ways, 15 bytes short
+    // A write on a new connection afterwards: the server went on, and the cut one left no trace.
+    const r = await (await RawConnection.open(origin.port)).send(withBody("PUT", "/items/after", '{"v":1}'));
+    expect(r.status).toBe(204);
+    expect(await origin.store.get("cut")).toBeUndefined();
+    expect(announced).toEqual(["after"]);
+  });
 
   it("a body of exactly MAX_ITEM_BYTES is accepted", async () => {
     const origin = await start({ MAX_ITEM_BYTES: "1KiB" });

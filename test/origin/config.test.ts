@@ -148,6 +148,25 @@ describe("origin configuration", () => {
     expect(found[0]).toMatch(message);
   });
 
+  it.each([
+    [{ DATABASE_URL: "postgres://u@db/items", FEED_POLL_MS: "1000", FEED_STALE_BOUND_MS: "1000" }, [], /^FEED_POLL_MS: 1000 must be below FEED_STALE_BOUND_MS \(1000\)/],
+    [{ CLOUDFLARE_API_TOKEN: "t" }, [], /^CLOUDFLARE_ZONE_ID: is needed too: purge on change takes both/],
+    [{}, ["--seed=abc"], /^--seed: "abc" is not a whole number of items from 0 to 100000000; write e\.g\. "1000"\.$/],
+    [{ CLOUDFLARE_PURGE_RATE: "fast" }, [], /^CLOUDFLARE_PURGE_RATE: "fast" is not a rate; write calls per second as a positive number/],
+    [{ CLOUDFLARE_PURGE_RATE: "0" }, [], /^CLOUDFLARE_PURGE_RATE: "0" is not a rate/],
+    [{ CLOUDFLARE_PURGE_BURST: "0" }, [], /^CLOUDFLARE_PURGE_BURST: "0" is not a whole number of calls from 1 to 10000/],
+    [{ DATABASE_URL: "sqlite:" }, [], /^DATABASE_URL: has no path: set it to a SQLite file/],
+    [{ DATABASE_URL: "sqlite:x%zz.sqlite" }, [], /^DATABASE_URL: "sqlite:x%zz\.sqlite" has a broken %-escape: write the path plainly\.$/],
+    [{ DATABASE_URL: "file://host/x.sqlite" }, [], /^DATABASE_URL: "file:\/\/host\/x\.sqlite" is not a usable file: URL .*use file:\/\/\/absolute\/path\.sqlite or a plain path\.$/],
+    [{ DATABASE_URL: "x\u0000.sqlite" }, [], /^DATABASE_URL: .* is not a file: the origin needs a file/],
+    [{ DATABASE_URL: "postgres://u@db/items", DATABASE_POOL_SIZE: "0" }, [], /^DATABASE_POOL_SIZE: "0" is not a whole number of connections from 1 to 1000/],
+    [{ STORE_TIMEOUT_MS: "5" }, [], /^STORE_TIMEOUT_MS: "5" is not a whole number of milliseconds from 10 to 600000/],
+  ] as [Record<string, string>, string[], RegExp][])("refuses %j %j, naming the variable and the fix", (env, argv, message) => {
+    const found = problems(env, argv);
+    expect(found).toHaveLength(1);
+    expect(found[0]).toMatch(message);
+  });
+
   it("reports every problem at once", () => {
     expect(problems({ PORT: "x", METRICS_PORT: "y", CACHE_TTL_SECONDS: "z" })).toHaveLength(3);
   });

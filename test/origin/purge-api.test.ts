@@ -4,7 +4,7 @@
 
 import { afterEach, describe, expect, it } from "vitest";
 import { startCloudflareApiStandIn, type CloudflareApiStandIn, type StandInOptions } from "../../scripts/lib/cloudflare-api-stand-in.ts";
-import { CloudflarePurgeApi, VERIFY_TAG, type PurgeOutcome } from "../../src/origin/purge/cloudflare-purge-api.ts";
+import { CloudflarePurgeApi, MAX_RETRY_AFTER_MS, VERIFY_TAG, type PurgeOutcome } from "../../src/origin/purge/cloudflare-purge-api.ts";
 import { ManualTimers } from "../../src/origin/purge/timers.ts";
 
 const ZONE = "023e105f4ecef8ad9ca31a8372d0c353";
@@ -182,6 +182,40 @@ describe("CloudflarePurgeApi on answers the stand-in does not give", () => {
     const refused = await client("https://x.invalid", { fetch: answering(400, body) }).purgeTags(["a"]);
     expect(refused).toMatchObject({ kind: "refused", status: 400 });
     expect(detail(refused)).toContain("1012 bad body");
+  });
+
+  it("a 2xx that is JSON but not the envelope, or an envelope without \"success\", is retryable, saying which", async () => {
+    for (const body of ["[]", '{"result":{}}', '"ok"']) {
+      const outcome = await client("https://x.invalid", { fetch: answering(200, body) }).purgeTags(["a"]);
+      expect(outcome).toMatchObject({ kind: "retryable" });
+      expect(detail(outcome)).toContain("not Cloudflare's JSON envelope");
+    }
+    const noSuccess = await client("https://x.invalid", { fetch: answering(200, '{"errors":[],"result":{"id":"x"}}') }).purgeTags(["a"]);
+    expect(noSuccess).toMatchObject({ kind: "retryable" });
+    expect(detail(noSuccess)).toContain('"success" is missing');
+  });
+
+  it("an answer whose body breaks off is retryable, saying it failed reading the answer", async () => {
+    const broken: typeof fetch = async () =>
+      new Response(new ReadableStream({ start: (controller) => controller.error(new Error("connection reset")) }), { status: 200 });
+    const outcome = await client("https://x.invalid", { fetch: broken }).purgeTags(["a"]);
+    expect(outcome).toMatchObject({ kind: "retryable" });
+    expect(detail(outcome)).toContain("reading the answer");
+  });
+
+  it("a 404 without Cloudflare's codes is refused with the zone fix", async () => {
+    const outcome = await client("https://x.invalid", { fetch: answering(404, "Not Found") }).purgeTags(["a"]);
+    expect(outcome).toMatchObject({ kind: "refused", status: 404 });
+    expect(detail(outcome)).toContain(`CLOUDFLARE_ZONE_ID "${ZONE}" does not name a zone this API knows`);
+  });
+
+  it("Retry-After that cannot be read is ignored, and one beyond five minutes is read as five minutes", async () => {
+    const odd = await client("https://x.invalid", { fetch: answering(429, "", { "retry-after": "soon" }) }).purgeTags(["a"]);
+    expect(odd).toEqual({ kind: "rate-limited", detail: "HTTP 429 (over the account's purge rate)" });
+    const long = await client("https://x.invalid", { fetch: answering(429, "", { "retry-after": "86400" }) }).purgeTags(["a"]);
+    expect(long).toMatchObject({ kind: "rate-limited", retryAfterMs: MAX_RETRY_AFTER_MS });
+    const far = new Date(Date.now() + 86_400_000).toUTCString();
+    expect(await client("https://x.invalid", { fetch: answering(429, "", { "retry-after": far }) }).purgeTags(["a"])).toMatchObject({ retryAfterMs: MAX_RETRY_AFTER_MS });
   });
 
   it("more than 30 tags, or none, is the caller's bug", () => {

@@ -217,13 +217,19 @@ function formatErrors(errors: readonly CloudflareError[]): string {
   return errors.map((e) => (chainOf(e).length > 0 ? `${one(e)} (${chainOf(e).map(one).join("; ")})` : one(e))).join("; ");
 }
 
-/** Retry-After as delay-seconds or an HTTP-date (RFC 9110 §10.2.3); Cloudflare documents seconds. */
+/**
+ * The longest Retry-After honoured: the bucket refills within a minute on every plan, and a longer wait (a
+ * proxy's, or a typo's) would hold every purge back, however stale the edge grew meanwhile.
+ */
+export const MAX_RETRY_AFTER_MS = 300_000;
+
+/** Retry-After as delay-seconds or an HTTP-date (RFC 9110 §10.2.3), at most MAX_RETRY_AFTER_MS; Cloudflare documents seconds. */
 function parseRetryAfter(value: string | null): number | undefined {
   if (value === null || value.trim() === "") return undefined;
   const trimmed = value.trim();
-  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
+  if (/^\d+$/.test(trimmed)) return Math.min(Number(trimmed) * 1000, MAX_RETRY_AFTER_MS);
   const at = Date.parse(trimmed);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
+  return Number.isNaN(at) ? undefined : Math.min(Math.max(0, at - Date.now()), MAX_RETRY_AFTER_MS);
 }
 
 function snippet(text: string): string {

@@ -11,8 +11,9 @@
 // and bounds staleness for a lost notification at about 1.5 s.
 //
 // Failures: 429 and retryable failures back off exponentially with equal jitter, 250 ms doubling to a 30 s cap,
-// never sooner than Retry-After (at most 5 minutes, MAX_RETRY_AFTER_MS). A refusal is retried every 60 s: a token's permissions can be fixed in the
-// dashboard without a restart, and a refused call costs a bucket token each time.
+// never sooner than Retry-After (at most 5 minutes, MAX_RETRY_AFTER_MS). A refusal is retried every 60 s: a
+// token's permissions can be fixed in the dashboard without a restart, and a refused call costs a bucket token
+// each time.
 //
 // Fallback: beyond `backlogBoundFor(plan)` pending changes (what the plan purges by tag in ~30 s with a full
 // bucket: free 825, pro 5,250, business 10,500, enterprise 60,000), or after 30 s of failing purges, one purge of

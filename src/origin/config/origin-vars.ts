@@ -35,7 +35,7 @@ export const ORIGIN_VARS = {
       name: "ID_FILTER_CAPACITY",
       default: "auto",
       meaning:
-        "Ids the membership filter is sized for (1% false positives, about 1.3 bytes per id, outside CACHE_MAX_BYTES): a miss for an id it rules out is answered 404 without reading the store. `auto`: twice the ids at start, at least 1,000,000; it is rebuilt larger when full. `0` turns it off.",
+        "Ids the membership filter is sized for (1% false positives, about 1.3 bytes per id by `node bench/filter.ts`, outside CACHE_MAX_BYTES): a miss for an id it rules out is answered 404 without reading the store. `auto`: twice the ids at start, at least 1,000,000; it is rebuilt larger when full. `0` turns it off.",
     },
     (raw, c) => (raw.trim() === "auto" ? "auto" : readWholeNumber("ID_FILTER_CAPACITY", raw, { min: 0, max: 10_000_000_000, unit: "ids", example: "auto" }, c.problems)),
   ),
@@ -201,7 +201,7 @@ export const ORIGIN_VARS = {
       name: "ORIGIN_FAST_PATH",
       default: "true",
       meaning:
-        "`false` serves every request through node:http. The fast path answers simple `GET`/`HEAD /items/:id` from pre-encoded bytes (the same bytes, about 1.4× the throughput) and hands anything else to node:http; it is off while ORIGIN_SEND_DATE=true.",
+        "`false` serves every request through node:http. The fast path answers simple `GET`/`HEAD /items/:id` from pre-encoded bytes (the same bytes, 1.35-1.6× the throughput in `npm run bench:origin` runs) and hands anything else to node:http; it is off while ORIGIN_SEND_DATE=true.",
     },
     (raw, c) => readBoolean("ORIGIN_FAST_PATH", raw, c.problems),
   ),

@@ -117,6 +117,21 @@ describe("wire bytes, read from a raw socket", () => {
     expect(custom.server.keepAliveTimeout).toBe(1_200_000);
   });
 
+  it("answers any method but GET and HEAD on /healthz and /metrics with 405 and Allow, on either port, and counts it", async () => {
+    const origin = await start({ SEED_SAMPLE_ITEMS: "1" });
+    const metricsPort = Number(new URL(origin.metricsUrl!).port);
+    for (const port of [origin.port, metricsPort]) {
+      for (const path of ["/healthz", "/metrics"]) {
+        const c = await RawConnection.open(port);
+        const r = await c.send(get(path, {}, "POST"));
+        expect(r.text).toBe("HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\nAllow: GET, HEAD\r\n\r\n");
+        c.socket.destroy();
+      }
+    }
+    const page = await (await fetch(`${origin.metricsUrl!}/metrics`)).text();
+    expect(page).toMatch(/^origin_http_requests_total\{[^}]*status="405"[^}]*\} [1-9]/m);
+  });
+
   it("closes when the client asks, without adding a Connection line", async () => {
     const origin = await start({ SEED_SAMPLE_ITEMS: "1" });
     const c = await RawConnection.open(origin.port);

@@ -126,6 +126,19 @@ describe("npm run build:snippet", () => {
     expect(check.stderr.trim()).toBe(build.stderr.trim());
   });
 
+  it("a refused configuration removes an earlier build at the same path (it would deploy the old settings); a --var it cannot honour leaves it", () => {
+    const outfile = join(dir, "stale.js");
+    expect(run("scripts/build-snippet.ts", ["--outfile", outfile]).status).toBe(0);
+    const earlier = readFileSync(outfile, "utf8");
+    const badVar = run("scripts/build-snippet.ts", ["--outfile", outfile, "--var", "CORS_ALLOW_ORIGIN:https://a.example.com"]);
+    expect(badVar.status).toBe(1);
+    expect(readFileSync(outfile, "utf8")).toBe(earlier);
+    const refused = run("scripts/build-snippet.ts", ["--outfile", outfile, "--var", "CORS_ALLOW_ORIGINS:*", "--var", "CORS_ALLOW_CREDENTIALS:true"]);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toContain("CORS_ALLOW_CREDENTIALS");
+    expect(existsSync(outfile)).toBe(false);
+  });
+
   it("bakes ORIGIN_TOKEN only with --bake-origin-token, and requires it then", () => {
     const withFlag = join(dir, "token.js");
     expect(run("scripts/build-snippet.ts", ["--outfile", withFlag, "--bake-origin-token"], { ORIGIN_TOKEN: "t0ken-for-the-origin" }).status).toBe(0);

@@ -201,8 +201,9 @@ function apiFailure(step: string, reply: Reply<unknown>): never {
 function rulesIn(result: unknown): SnippetRule[] | undefined {
   if (result === null || result === undefined) return [];
   if (Array.isArray(result)) return result as SnippetRule[];
-  const rules = (result as { rules?: unknown }).rules;
-  return typeof result === "object" && Array.isArray(rules) ? (rules as SnippetRule[]) : undefined;
+  if (typeof result !== "object") return undefined;
+  const { rules } = result as { rules?: unknown };
+  return Array.isArray(rules) ? (rules as SnippetRule[]) : undefined;
 }
 
 const listed = await call<unknown>("1. read rules", "GET", rulesUrl, {});

@@ -214,6 +214,7 @@ export class Purger {
       // At once, whatever hold (backoff, Retry-After) an earlier lead left: the read touches only the store, and
       // the change log is not pruned until it is done.
       await this.#inherit();
+      this.#inheritedSignal.resolve();
       await this.#loopRounds();
     } finally {
       this.#inheritedSignal.resolve();
@@ -363,7 +364,7 @@ export class Purger {
    * a newer change to it since, whose repeat falls due later. If the read fails, only a wide repeat is safe.
    */
   async #inherit(): Promise<void> {
-    if (this.#o.repeatAfterMs === 0) return this.#inheritedSignal.resolve();
+    if (this.#o.repeatAfterMs === 0) return;
     const read = INHERIT_READ + 1;
     let tags: string[];
     let why = "";
@@ -372,8 +373,6 @@ export class Purger {
     } catch (error) {
       tags = [ALL_ITEMS_TAG];
       why = ` (the newest changes could not be read: ${error instanceof Error ? error.message : String(error)})`;
-    } finally {
-      this.#inheritedSignal.resolve();
     }
     if (tags.length === 0) return;
     const wideBefore = this.#repeats.owesEveryItem;

@@ -18,12 +18,14 @@ const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), "slim-edge-snippet-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+/** This process's environment without the Cloudflare/Snippet/worker variables a script would read. */
+function baseEnv(): Record<string, string | undefined> {
+  return Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(CLOUDFLARE_|SNIPPET_|ORIGIN_|CORS_|EDGE_CACHE)/.test(name)));
+}
+
 /** Runs a project script with Node, as npm would, with only these Cloudflare/ORIGIN_* variables set. */
 function run(script: string, args: string[], env: Record<string, string> = {}) {
-  const base = Object.fromEntries(
-    Object.entries(process.env).filter(([name]) => !/^(CLOUDFLARE_|SNIPPET_|ORIGIN_|CORS_|EDGE_CACHE)/.test(name)),
-  );
-  const result = spawnSync(process.execPath, [script, ...args], { cwd: ROOT, env: { ...base, ...env }, encoding: "utf8" });
+  const result = spawnSync(process.execPath, [script, ...args], { cwd: ROOT, env: { ...baseEnv(), ...env }, encoding: "utf8" });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
@@ -279,10 +281,9 @@ describe("npm run deploy:snippet against the API (a loopback stand-in)", () => {
   function deploy(base: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
     const file = join(dir, "deploy-api.js");
     if (!existsSync(file)) expect(run("scripts/build-snippet.ts", ["--outfile", file]).status).toBe(0);
-    const env = Object.fromEntries(Object.entries(process.env).filter(([n]) => !/^(CLOUDFLARE_|SNIPPET_)/.test(n)));
     const child = spawn(process.execPath, ["scripts/deploy-snippet.ts", "--file", file, "--expression", expression], {
       cwd: ROOT,
-      env: { ...env, VITEST: "true", CLOUDFLARE_ZONE_ID: zone, CLOUDFLARE_API_TOKEN: "secret-api-token-value", CLOUDFLARE_API_BASE: base },
+      env: { ...baseEnv(), VITEST: "true", CLOUDFLARE_ZONE_ID: zone, CLOUDFLARE_API_TOKEN: "secret-api-token-value", CLOUDFLARE_API_BASE: base },
     });
     let stdout = "";
     let stderr = "";

@@ -23,6 +23,7 @@ import {
   functionSql,
   grantSql,
   installScript,
+  LOG_PRIVILEGES,
   parseQualifiedName,
   qualify,
   quoteIdent,
@@ -127,11 +128,15 @@ async function install(tx: TransactionSql): Promise<{ table: string; schema: str
   }
   const schema = log.schema ?? schemaOption ?? DEFAULT_LOG_SCHEMA;
   const statements: string[] = [];
-  const [found] = await tx<{ log: boolean; feed: boolean }[]>`
-    SELECT to_regclass(${qualify(schema, CHANGES_TABLE)}) IS NOT NULL AS log, to_regclass(${qualify(schema, FEED_TABLE)}) IS NOT NULL AS feed`;
+  const feed = qualify(schema, FEED_TABLE);
+  const [found] = await tx<{ log: boolean; feed: boolean; feedReadable: boolean }[]>`
+    SELECT to_regclass(${qualify(schema, CHANGES_TABLE)}) IS NOT NULL AS log, to_regclass(${feed}) IS NOT NULL AS feed,
+      to_regclass(${feed}) IS NOT NULL AND has_table_privilege(to_regclass(${feed}), 'SELECT') AS "feedReadable"`;
   if (!found!.log) statements.push(changeLogSql(schema));
   if (!found!.feed) statements.push(feedTableSql(schema));
-  else if ((await tx.unsafe(`SELECT 1 FROM ${qualify(schema, FEED_TABLE)}`)).length === 0) statements.push(feedRowSql(schema));
+  // Another table's owner, installing beside a log they do not own, needs no rights on it: its row is
+  // the log owner's, put back by their next run (the origin's change feed says so while it is missing).
+  else if (found!.feedReadable && (await tx.unsafe(`SELECT 1 FROM ${feed}`)).length === 0) statements.push(feedRowSql(schema));
   const fn = await functionState(tx, schema);
   const fnName = `${qualify(schema, TRIGGER_FUNCTION)}()`;
   if (fn.state === "outdated" && fn.mayReplace === false) {
@@ -142,9 +147,39 @@ async function install(tx: TransactionSql): Promise<{ table: string; schema: str
   }
   if (fn.state !== "current") statements.push(functionSql(schema));
   statements.push(triggerSql(relation.sql, idColumn, schema));
-  if (grantTo !== undefined) statements.push(grantSql(relation.sql, relation.schema, schema, grantTo));
+  if (grantTo !== undefined) statements.push(await grants(tx, relation, schema, grantTo));
   await tx.unsafe(statements.join(""));
   return { table: relation.sql, schema };
+}
+
+/**
+ * --grant-to's statements. Only the change log's owner can grant on it and its schema: installing beside a
+ * log another role owns, what the origin's role already has there is left out, and what it lacks is refused
+ * with the GRANT that owner must run (a GRANT here would fail, rolling back the install).
+ */
+async function grants(tx: TransactionSql, relation: { sql: string; schema: string }, schema: string, role: string): Promise<string> {
+  const [known] = await tx<{ ok: boolean }[]>`SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = ${role}) AS ok`;
+  if (!known!.ok) throw new Refusal(`--grant-to ${shellWord(role)}: there is no such role; create it first (CREATE ROLE ${quoteIdent(role)} LOGIN PASSWORD '…'), or name the role the origin's DATABASE_URL logs in as`);
+  const log = qualify(schema, CHANGES_TABLE);
+  const [owner] = await tx<{ name: string; mine: boolean }[]>`
+    SELECT pg_get_userbyid(relowner) AS name, pg_has_role(relowner, 'USAGE') AS mine FROM pg_class WHERE oid = to_regclass(${log})`;
+  // No log yet (this install creates it, as this role) or one of this role's own: grant it all.
+  if (owner === undefined || owner.mine) return grantSql(relation.sql, relation.schema, schema, role);
+  const lacking: string[] = [];
+  const [usage] = await tx<{ ok: boolean }[]>`SELECT has_schema_privilege(${role}, ${schema}, 'USAGE') AS ok`;
+  if (!usage!.ok) lacking.push(`GRANT USAGE ON SCHEMA ${quoteIdent(schema)} TO ${quoteIdent(role)};`);
+  for (const [name, privileges] of LOG_PRIVILEGES) {
+    const missing: string[] = [];
+    for (const privilege of privileges) {
+      const [held] = await tx<{ ok: boolean }[]>`SELECT has_table_privilege(${role}, ${qualify(schema, name)}, ${privilege}) AS ok`;
+      if (!held!.ok) missing.push(privilege);
+    }
+    if (missing.length > 0) lacking.push(`GRANT ${missing.join(", ")} ON ${qualify(schema, name)} TO ${quoteIdent(role)};`);
+  }
+  if (lacking.length > 0) {
+    throw new Refusal(`--grant-to ${shellWord(role)}: the change log ${log} belongs to ${owner.name}, who alone can grant on it: as ${owner.name}, run \`${lacking.join(" ")}\`, then run this again`);
+  }
+  return grantSql(relation.sql, relation.schema, schema, role, false);
 }
 
 function fail(message: string): never {

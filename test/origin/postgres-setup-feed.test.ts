@@ -3,8 +3,10 @@
 // objects; the triggers record ITEMS_ID_COLUMN, fire in logical-replication apply workers, and feed every
 // table a view reads (through views of views); a length-limited id column does not truncate the requested
 // id; and a table is named as in SQL (mixed case, quoted, schema-qualified) consistently by the origin, its
-// hints and feed:install, whose --grant-to gives USAGE on the schemas too.
+// hints and feed:install, whose --grant-to gives USAGE on the schemas too. Every refusal of feed:install
+// exits 2 with the fix in its message and leaves the database as it was.
 import { execFile } from "node:child_process";
+import { createServer, type AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { ConfigError } from "../../src/shared/config/config-error.ts";
@@ -204,5 +206,124 @@ describe("ids and names", () => {
     expect(await feedInstall(url, ["--table", '"Shop"."Items"', "--grant-to", "setup_reader"])).toMatchObject({ code: 0 });
     const origin = await startOnPostgres(reader, { ITEMS_TABLE: '"Shop"."Items"' });
     expect((await fetch(`${origin.url}/items/a`)).status).toBe(200);
+  });
+});
+
+describe("feed:install's refusals: exit 2, a message that names the fix, and nothing installed or changed", () => {
+  const triggersOn = (db: string, table: string) => postgres.pg.sql(`SELECT count(*) FROM pg_trigger WHERE tgrelid = '${table}'::regclass AND NOT tgisinternal`, db);
+  const logInstalled = (db: string) => postgres.pg.sql("SELECT to_regclass('slim_edge_changes') IS NOT NULL", db);
+
+  it("a name that is not one, a table that is not there (with the name meant), a materialized view", async () => {
+    const url = await postgres.database();
+    const db = dbOf(url);
+    await postgres.pg.sql(`CREATE TABLE "Products" (id text PRIMARY KEY, doc jsonb); CREATE MATERIALIZED VIEW snapshot AS SELECT * FROM "Products";`, db);
+    expect(await feedInstall(url, ["--table", "a.b.c.d"])).toEqual({ code: 2, out: expect.stringMatching(/^feed:install: 'a\.b\.c\.d' is not a table name \(.*\); write it as in SQL/) });
+    const unknown = await feedInstall(url, ["--table", "Products"]);
+    expect(unknown).toEqual({ code: 2, out: expect.stringMatching(/^feed:install: no table 'Products' in this database .*; did you mean --table 'public\."Products"' \(unquoted names are read in lower case/) });
+    expect(await feedInstall(url, ["--table", "snapshot"])).toEqual({ code: 2, out: expect.stringMatching(/^feed:install: public\.snapshot is not a table \(a materialized view changes only on REFRESH.*install on the table it is built from/) });
+    expect(await logInstalled(db)).toBe("f");
+    // The name the refusal offers is the one that installs.
+    const meant = /did you mean --table '([^']+)'/.exec(unknown.out)![1]!;
+    expect(await feedInstall(url, ["--table", meant])).toMatchObject({ code: 0, out: expect.stringMatching(/changes of public\."Products"/) });
+    expect(await triggersOn(db, 'public."Products"')).toBe("2");
+  });
+
+  it("--schema other than the one the change log is in: nothing installed on the second table", async () => {
+    const url = await postgres.database();
+    const db = dbOf(url);
+    await postgres.pg.sql("CREATE TABLE first_items (id text PRIMARY KEY); CREATE TABLE second_items (id text PRIMARY KEY); CREATE SCHEMA feed;", db);
+    expect(await feedInstall(url, ["--table", "first_items"])).toMatchObject({ code: 0 });
+    expect(await feedInstall(url, ["--table", "second_items", "--schema", "feed"])).toEqual({
+      code: 2,
+      out: expect.stringMatching(/^feed:install: the change log is already in schema public \("public"\."slim_edge_changes"\), where the origin finds it: there is one per database; drop --schema or pass --schema public/),
+    });
+    expect(await triggersOn(db, "second_items")).toBe("0");
+    expect(await postgres.pg.sql("SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'feed'", db)).toBe("0");
+    expect(await feedInstall(url, ["--table", "second_items", "--schema", "public"])).toMatchObject({ code: 0 });
+    expect(await triggersOn(db, "second_items")).toBe("2");
+  });
+
+  it("a table's owner who may not use another role's function, or replace its older version, is told what that role must run", async () => {
+    const url = await postgres.database();
+    const db = dbOf(url);
+    await postgres.pg.sql("CREATE TABLE first_items (id text PRIMARY KEY); CREATE TABLE their_items (id text PRIMARY KEY);", db);
+    await role("setup_owner", db);
+    await postgres.pg.sql("ALTER TABLE their_items OWNER TO setup_owner", db);
+    expect(await feedInstall(url, ["--table", "first_items"])).toMatchObject({ code: 0 }); // the function belongs to postgres
+    const owner = as(url, "setup_owner");
+
+    const denied = await feedInstall(owner, ["--table", "their_items"]);
+    expect(denied).toEqual({
+      code: 2,
+      out: expect.stringMatching(/^feed:install: "public"\."slim_edge_record_change"\(\) belongs to postgres, and this role may not attach it to a table: as postgres, run `GRANT EXECUTE ON FUNCTION "public"\."slim_edge_record_change"\(\) TO "setup_owner";`/),
+    });
+    expect(await triggersOn(db, "their_items")).toBe("0");
+    await postgres.pg.sql(/`(GRANT EXECUTE [^`]+)`/.exec(denied.out)![1]!, db);
+    expect(await feedInstall(owner, ["--table", "their_items"])).toMatchObject({ code: 0 });
+    expect(await triggersOn(db, "their_items")).toBe("2");
+
+    // --grant-to for the origin's role: what is on the log only the log's owner can grant.
+    expect(await feedInstall(owner, ["--table", "their_items", "--grant-to", "setup_origin"])).toEqual({
+      code: 2,
+      out: expect.stringMatching(/^feed:install: --grant-to setup_origin: there is no such role; create it first/),
+    });
+    await role("setup_origin", db);
+    const ungranted = await feedInstall(owner, ["--table", "their_items", "--grant-to", "setup_origin"]);
+    expect(ungranted).toEqual({
+      code: 2,
+      out: expect.stringMatching(
+        /^feed:install: --grant-to setup_origin: the change log "public"\."slim_edge_changes" belongs to postgres, who alone can grant on it: as postgres, run `GRANT SELECT, UPDATE, DELETE ON "public"\."slim_edge_changes" TO "setup_origin"; GRANT SELECT, UPDATE ON "public"\."slim_edge_feed" TO "setup_origin";`, then run this again/,
+      ),
+    });
+    expect(await postgres.pg.sql("SELECT has_table_privilege('setup_origin', 'their_items', 'SELECT')", db)).toBe("f");
+    await postgres.pg.sql(/`(GRANT [^`]+)`/.exec(ungranted.out)![1]!, db);
+    expect(await feedInstall(owner, ["--table", "their_items", "--grant-to", "setup_origin"])).toMatchObject({ code: 0 });
+    await postgres.pg.sql("INSERT INTO their_items VALUES ('t-1')", db);
+    const origin = await startOnPostgres(as(url, "setup_origin"), { ITEMS_TABLE: "their_items" });
+    expect([(await fetch(`${origin.url}/items/t-1`)).status, (await fetch(`${origin.url}/items/t-2`)).status]).toEqual([200, 404]);
+
+    // An earlier version's function (its search_path would let a writer run code as its owner).
+    await postgres.pg.sql(
+      `CREATE OR REPLACE FUNCTION public.slim_edge_record_change() RETURNS trigger LANGUAGE plpgsql
+         SECURITY DEFINER SET search_path FROM CURRENT AS $f$ BEGIN RETURN NULL; END $f$`,
+      db,
+    );
+    const proconfig = "SELECT array_to_string(proconfig, ';') FROM pg_proc WHERE proname = 'slim_edge_record_change'";
+    const old = await postgres.pg.sql(proconfig, db);
+    expect(await feedInstall(owner, ["--table", "their_items"])).toEqual({
+      code: 2,
+      out: expect.stringMatching(/^feed:install: "public"\."slim_edge_record_change"\(\) is an older version .* and belongs to postgres: run this once as postgres/),
+    });
+    expect(await postgres.pg.sql(proconfig, db)).toBe(old);
+    expect(await feedInstall(url, ["--table", "their_items"])).toMatchObject({ code: 0 }); // as postgres
+    expect(await postgres.pg.sql(proconfig, db)).toBe("search_path=pg_catalog, pg_temp");
+  });
+
+  it("a role that owns nothing, a wrong password, a database that is not there, a server that is not there: the password never shown", async () => {
+    const url = await postgres.database();
+    const db = dbOf(url);
+    await postgres.pg.sql("CREATE TABLE products (id text PRIMARY KEY)", db);
+    await role("setup_stranger", db);
+    const stranger = await feedInstall(as(url, "setup_stranger"), ["--table", "products"]);
+    expect(stranger).toEqual({
+      code: 2,
+      out: expect.stringMatching(/^feed:install: cannot install on postgres:\/\/setup_stranger:\*\*\*@.*: permission denied for schema public \(run it as the table's owner; .*`GRANT CREATE ON SCHEMA "public" TO …`\)/),
+    });
+    expect(await logInstalled(db)).toBe("f");
+
+    const wrongPassword = url.replace("postgres://postgres@", "postgres://setup_stranger:not-the-password@");
+    const login = await feedInstall(wrongPassword, ["--table", "products"]);
+    expect(login).toEqual({ code: 2, out: expect.stringMatching(/^feed:install: PostgreSQL at postgres:\/\/setup_stranger:\*\*\*@.* refused the login .*fix the user and password in DATABASE_URL/) });
+    expect(await feedInstall(`${url}_missing`, ["--table", "products"])).toEqual({ code: 2, out: expect.stringMatching(/^feed:install: database ".*_missing" does not exist at .*; create it \(createdb\)/) });
+
+    const closed = await new Promise<number>((resolve) => {
+      const server = createServer().listen(0, "127.0.0.1", () => {
+        const { port } = server.address() as AddressInfo;
+        server.close(() => resolve(port));
+      });
+    });
+    const nowhere = await feedInstall(`postgres://someone:s3cret-pw@127.0.0.1:${closed}/items`, ["--table", "products"]);
+    expect(nowhere).toEqual({ code: 2, out: expect.stringMatching(/^feed:install: cannot reach PostgreSQL at postgres:\/\/someone:\*\*\*@127\.0\.0\.1:\d+\/items .*is it running/) });
+    for (const out of [stranger.out, login.out, nowhere.out]) expect(out).not.toMatch(/-pw|not-the-password/);
   });
 });

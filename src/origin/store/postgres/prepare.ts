@@ -22,6 +22,7 @@ import {
   FUNCTION_SETTING,
   functionSql,
   ITEMS_TABLE,
+  LOG_PRIVILEGES,
   ownedTableSql,
   parseQualifiedName,
   qualify,
@@ -167,7 +168,7 @@ export async function viewReads(tx: Tx, view: string): Promise<{ oid: string; ki
 }
 
 /** Privileges `role` lacks: `[privileges, relation]` pairs, e.g. `["UPDATE, DELETE", "public.slim_edge_changes"]`. */
-async function missingPrivileges(tx: Tx, wanted: [relation: string, privileges: string[]][]): Promise<[string, string][]> {
+async function missingPrivileges(tx: Tx, wanted: readonly (readonly [relation: string, privileges: readonly string[]])[]): Promise<[string, string][]> {
   const missing: [string, string][] = [];
   for (const [relation, privileges] of wanted) {
     const lacking: string[] = [];
@@ -190,11 +191,7 @@ function grants(missing: [string, string][], role: string): string {
 /** One setup at a time: the origin's instances starting together, feed:install. */
 export const SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(hashtext('slim_edge_schema'))";
 /** What the origin does with its own tables: read and write items, read the log, mark it purged, prune it. */
-const OWNED_PRIVILEGES: [string, string[]][] = [
-  [ITEMS_TABLE, ["SELECT", "INSERT", "UPDATE"]],
-  [CHANGES_TABLE, ["SELECT", "UPDATE", "DELETE"]],
-  [FEED_TABLE, ["SELECT", "UPDATE"]],
-];
+const OWNED_PRIVILEGES: readonly (readonly [string, readonly string[]])[] = [[ITEMS_TABLE, ["SELECT", "INSERT", "UPDATE"]], ...LOG_PRIVILEGES];
 
 /** What is missing of the origin's own tables, as the SQL that creates it and a phrase that names it. */
 async function ownedPlan(tx: Tx, role: string): Promise<{ schema: string; items: string; missing: { what: string; sql: string; owner?: string }[] }> {
@@ -370,11 +367,7 @@ async function inspectUserTable(tx: Tx, spec: UserTableSpec, role: string): Prom
   const grantTo = relation.owned ? undefined : role;
   const logSchema = await checkChangeLog(tx, relation, spec, role, grantTo);
   await checkTriggers(tx, relation, spec, logSchema, grantTo);
-  const lacking = await missingPrivileges(tx, [
-    [relation.sql, ["SELECT"]],
-    [qualify(logSchema, CHANGES_TABLE), ["SELECT", "UPDATE", "DELETE"]],
-    [qualify(logSchema, FEED_TABLE), ["SELECT", "UPDATE"]],
-  ]);
+  const lacking = await missingPrivileges(tx, [[relation.sql, ["SELECT"]], ...LOG_PRIVILEGES.map(([name, privileges]) => [qualify(logSchema, name), privileges] as const)]);
   if (lacking.length > 0) {
     throw refused(
       "DATABASE_URL",

@@ -138,18 +138,22 @@ ALTER TABLE ${table} ENABLE ALWAYS TRIGGER ${TRIGGER_NAME}, ENABLE ALWAYS TRIGGE
 `;
 }
 
+/** What serving a user's table needs on the change log beside it: read it, mark changes purged, prune it. */
+export const LOG_PRIVILEGES: readonly (readonly [table: string, privileges: readonly string[]])[] = [
+  [CHANGES_TABLE, ["SELECT", "UPDATE", "DELETE"]],
+  [FEED_TABLE, ["SELECT", "UPDATE"]],
+];
+
 /**
  * What a role that does not own them needs to serve `table` (quoted SQL) through the log in `schema`:
  * read the table, read the log, mark changes purged and prune the log. `tableSchema`: the table's schema,
- * when known.
+ * when known. Without `log`, only what is granted on the table and its schema.
  */
-export function grantSql(table: string, tableSchema: string | undefined, schema: string, role: string): string {
+export function grantSql(table: string, tableSchema: string | undefined, schema: string, role: string, log = true): string {
   const to = quoteIdent(role);
-  const schemas = [...new Set([...(tableSchema === undefined ? [] : [tableSchema]), schema])];
-  return `${schemas.map((s) => `GRANT USAGE ON SCHEMA ${quoteIdent(s)} TO ${to};\n`).join("")}GRANT SELECT ON ${table} TO ${to};
-GRANT SELECT, UPDATE, DELETE ON ${qualify(schema, CHANGES_TABLE)} TO ${to};
-GRANT SELECT, UPDATE ON ${qualify(schema, FEED_TABLE)} TO ${to};
-`;
+  const schemas = [...new Set([...(tableSchema === undefined ? [] : [tableSchema]), ...(log ? [schema] : [])])];
+  const onLog = log ? LOG_PRIVILEGES.map(([name, privileges]) => `GRANT ${privileges.join(", ")} ON ${qualify(schema, name)} TO ${to};\n`).join("") : "";
+  return `${schemas.map((s) => `GRANT USAGE ON SCHEMA ${quoteIdent(s)} TO ${to};\n`).join("")}GRANT SELECT ON ${table} TO ${to};\n${onLog}`;
 }
 
 /** Everything a user's table needs, as one script (feed:install --print): idempotent, one transaction. */

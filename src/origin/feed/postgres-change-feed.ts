@@ -159,7 +159,9 @@ export class PostgresChangeFeed implements ChangeFeed {
         this.#options.timeoutMs,
         "polling the change log",
       );
-      if (this.#closed || rows.length === 0) return;
+      if (this.#closed) return;
+      // Every poll is joined to the feed table's one row: without it no poll could see a change.
+      if (rows.length === 0) throw new Error(`${FEED_TABLE} has lost its row; put it back (INSERT INTO ${FEED_TABLE} DEFAULT VALUES, or npm run feed:install as the change log's owner)`);
       const first = rows[0]!;
       const snapshot = parseSnapshot(first.snapshot);
       if (snapshot === undefined) throw new Error(`unexpected snapshot ${JSON.stringify(first.snapshot)}`);

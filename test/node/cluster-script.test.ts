@@ -1,11 +1,12 @@
 // The local cluster (`npm run cluster`, scripts/cluster.ts) comes up, carries a write on one instance to
-// the read on another, and leaves nothing behind on Ctrl-C; and the cluster benchmark's arithmetic
+// the read on another, and leaves nothing behind on Ctrl-C, nor when it refuses bad arguments (exit 2) or
+// a port another process holds (exit 1); and the cluster benchmark's arithmetic
 // (bench/cluster/: percentiles, staleness, propagation lag, the feed/TTL replay) is right. The smoke test
 // needs PostgreSQL's server binaries (bash scripts/ci-install-postgresql.sh).
 
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { connect } from "node:net";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { connect, createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -315,5 +316,61 @@ describe.skipIf(searchPostgresBin("").bin === undefined)("npm run cluster with P
     expect(out).not.toContain("not installed");
     child.kill("SIGINT");
     expect(await Promise.race([exited, sleep(30_000).then(() => "timeout" as const)]), out).toBe(0);
+  }, 120_000);
+});
+
+describe("npm run cluster refuses what it cannot do, and leaves nothing behind", () => {
+  /** Runs scripts/cluster.ts with its temp dirs in a fresh one (readable by the postgres OS user, as root). */
+  function cluster(args: string[]): Promise<{ code: number | null; out: string; leftovers: string[] }> {
+    const tmp = mkdtempSync(join(tmpdir(), "slim-edge-cluster-refusal-"));
+    chmodSync(tmp, 0o755);
+    const child = spawn(NODE, ["scripts/cluster.ts", ...args], { cwd: ROOT, env: { ...process.env, TMPDIR: tmp }, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout!.setEncoding("utf8").on("data", (text: string) => (out += text));
+    child.stderr!.setEncoding("utf8").on("data", (text: string) => (out += text));
+    return new Promise((done) =>
+      child.once("exit", (code) => {
+        const leftovers = readdirSync(tmp);
+        rmSync(tmp, { recursive: true, force: true });
+        done({ code, out, leftovers });
+      }),
+    );
+  }
+
+  it.each([
+    [["--instances", "0"], '--instances must be a whole number from 1 to 16, got "0"'],
+    [["--instances", "17"], '--instances must be a whole number from 1 to 16, got "17"'],
+    [["--items", "1.5"], '--items must be a whole number from 0 to 10000000, got "1.5"'],
+    [["--items=-1"], '--items must be a whole number from 0 to 10000000, got "-1"'],
+    [["--port", "65535", "--instances", "3"], '--port must be a whole number from 0 to 65533, got "65535"'],
+    [["--worker-port", "http"], '--worker-port must be a whole number from 0 to 65535, got "http"'],
+    [["--instance", "2"], "Unknown option '--instance'"],
+    [["--instances"], "Option '--instances <value>' argument missing"],
+  ])("%j: exit 2 with the problem and the usage, before starting anything", async (args, problem) => {
+    const { code, out, leftovers } = await cluster(args);
+    expect(code).toBe(2);
+    expect(out.split("\n")[0]).toContain(`cluster: ${problem}`);
+    expect(out).toContain("usage: npm run cluster [-- --instances N]");
+    expect(leftovers).toEqual([]);
+  });
+
+  it("--help prints the usage and starts nothing", async () => {
+    const { code, out, leftovers } = await cluster(["--help"]);
+    expect([code, out.startsWith("usage: npm run cluster"), leftovers]).toEqual([0, true, []]);
+  });
+
+  it.skipIf(searchPostgresBin("").bin === undefined)("a port another process holds: exit 1 naming --port, the database removed", async () => {
+    const holder = createServer();
+    await new Promise<void>((listening) => holder.listen(0, listening));
+    try {
+      const port = (holder.address() as AddressInfo).port;
+      const { code, out, leftovers } = await cluster(["--instances", "1", "--items", "0", "--port", String(port)]);
+      expect(code, out).toBe(1);
+      expect(out).toMatch(/another process holds the port/i);
+      expect(out).toContain("(pick other ports with --port P, or --port 0 for free ones)");
+      expect(leftovers).toEqual([]);
+    } finally {
+      await new Promise((closed) => holder.close(closed));
+    }
   }, 120_000);
 });

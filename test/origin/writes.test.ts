@@ -276,7 +276,7 @@ describe("a request that says Connection: close", () => {
 
 describe("Expect: 100-continue", () => {
   /** Sends a PUT's head alone (the client waits before sending the body) and resolves with the first answer's head. */
-  function headAlone(port: number, path: string, headers: Record<string, string>, length: number) {
+  function headAlone(port: number, path: string, headers: Record<string, string>, length: number, method = "PUT") {
     const socket = connect({ port, host: "127.0.0.1" });
     let received = "";
     const waiters: (() => void)[] = [];
@@ -288,7 +288,7 @@ describe("Expect: 100-continue", () => {
       while (!done()) await new Promise<void>((resolve) => waiters.push(resolve));
     };
     const lines = Object.entries({ Host: "origin", Expect: "100-continue", "Content-Length": String(length), ...headers }).map(([k, v]) => `${k}: ${v}\r\n`);
-    socket.write(`PUT ${path} HTTP/1.1\r\n${lines.join("")}\r\n`);
+    socket.write(`${method} ${path} HTTP/1.1\r\n${lines.join("")}\r\n`);
     return {
       socket,
       received: () => received,
@@ -303,18 +303,30 @@ describe("Expect: 100-continue", () => {
   it("refusals decided on the head come without a 100, so the client never sends the body", async () => {
     const origin = await start({ ORIGIN_TOKEN: TOKEN_FOR_CONTINUE, MAX_ITEM_BYTES: "1024" });
     const json = { "Content-Type": "application/json", "x-origin-token": TOKEN_FOR_CONTINUE };
-    const cases: [string, Record<string, string>, number, string][] = [
+    const cases: [string, Record<string, string>, number, string, string?][] = [
       ["/items/x", { ...json, "x-origin-token": "wrong" }, 10, "HTTP/1.1 401 "],
       ["/items/x", { ...json, "Content-Type": "text/plain" }, 10, "HTTP/1.1 415 "],
       ["/items/x", json, 2048, "HTTP/1.1 413 "],
       ["/items/a%20b", json, 10, "HTTP/1.1 400 "],
+      // A second Host line (the first is headAlone's): refused before the route is looked at.
+      ["/items/x", { ...json, host: "elsewhere" }, 10, "HTTP/1.1 400 "],
+      ["/items/x", json, 10, "HTTP/1.1 405 ", "PATCH"],
     ];
-    for (const [path, headers, length, status] of cases) {
-      const c = headAlone(origin.port, path, headers, length);
+    for (const [path, headers, length, status, method] of cases) {
+      const c = headAlone(origin.port, path, headers, length, method);
       expect(await c.firstHead()).toMatch(new RegExp(`^${status}`));
       c.socket.destroy();
     }
     expect(await origin.store.count()).toBe(0);
+  });
+
+  it("a write to a table the origin does not own is refused 405 without a 100", async () => {
+    const inner = new SqliteItemStore(join(tempDir(), "items.sqlite"));
+    const origin = await start({ ORIGIN_TOKEN: TOKEN_FOR_CONTINUE }, { store: storeWith(inner, { writable: false }) });
+    const c = headAlone(origin.port, "/items/x", { "Content-Type": "application/json", "x-origin-token": TOKEN_FOR_CONTINUE }, 7);
+    expect(await c.firstHead()).toMatch(/^HTTP\/1\.1 405 .*\r\nAllow: GET, HEAD\r\n/s);
+    c.socket.destroy();
+    expect(await inner.count()).toBe(0);
   });
 
   it("a write it will take gets its 100 Continue, then its answer once the body came", async () => {

@@ -10,7 +10,7 @@
 
 import { parseArgs } from "node:util";
 import postgres, { type TransactionSql } from "postgres";
-import { redact } from "../src/origin/config/database-url.ts";
+import { redact, URL_SYNTAX_HINT } from "../src/origin/config/database-url.ts";
 import { ConfigError } from "../src/shared/config/config-error.ts";
 import { columnsOf, connectProblem, findChangeLog, functionState, resolveRelation, sameButCase, SCHEMA_LOCK, viewReads } from "../src/origin/store/postgres/prepare.ts";
 import {
@@ -71,6 +71,7 @@ if (values.print) {
 
 const url = process.env.DATABASE_URL;
 if (url === undefined || !/^postgres(ql)?:\/\//.test(url)) fail(`set DATABASE_URL to the PostgreSQL database that holds ${tableName} (postgres://user:password@host:5432/db), or use --print`);
+if (!URL.canParse(url)) fail(`DATABASE_URL "${redact(url)}" is not a valid URL; ${URL_SYNTAX_HINT}`);
 /** A refusal found while installing: the transaction is rolled back, the message printed. */
 class Refusal extends Error {}
 

@@ -324,6 +324,12 @@ describe("feed:install's refusals: exit 2, a message that names the fix, and not
     });
     const nowhere = await feedInstall(`postgres://someone:s3cret-pw@127.0.0.1:${closed}/items`, ["--table", "products"]);
     expect(nowhere).toEqual({ code: 2, out: expect.stringMatching(/^feed:install: cannot reach PostgreSQL at postgres:\/\/someone:\*\*\*@127\.0\.0\.1:\d+\/items .*is it running/) });
-    for (const out of [stranger.out, login.out, nowhere.out]) expect(out).not.toMatch(/-pw|not-the-password/);
+    // Passwords with a reserved character left unencoded: `@` still logs in (or not) and is hidden whole;
+    // `/` makes the URL unparseable, which is said without the password.
+    const withAt = await feedInstall(url.replace("postgres://postgres@", "postgres://setup_stranger:not@the-password@"), ["--table", "products"]);
+    expect(withAt).toEqual({ code: 2, out: expect.stringMatching(/^feed:install: PostgreSQL at postgres:\/\/setup_stranger:\*\*\*@127\.0\.0\.1:\d+\/\S+ refused the login/) });
+    const withSlash = await feedInstall(url.replace("postgres://postgres@", "postgres://setup_stranger:not/the-password@"), ["--table", "products"]);
+    expect(withSlash).toEqual({ code: 2, out: expect.stringMatching(/^feed:install: DATABASE_URL "postgres:\/\/setup_stranger:\*\*\*@.*" is not a valid URL; .*percent-encoded/) });
+    for (const out of [stranger.out, login.out, nowhere.out, withAt.out, withSlash.out]) expect(out).not.toMatch(/-pw|the-password/);
   });
 });

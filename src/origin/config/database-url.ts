@@ -64,7 +64,7 @@ function postgres(raw: string, problems: ConfigProblem[]): DatabaseSpec {
   try {
     url = new URL(raw);
   } catch {
-    problems.push({ variable, message: `"${redact(raw)}" is not a valid URL; write postgres://user:password@host:5432/database.` });
+    problems.push({ variable, message: `"${redact(raw)}" is not a valid URL; ${URL_SYNTAX_HINT}.` });
     return { kind: "postgres", url: raw, display: redact(raw) };
   }
   if (url.hostname === "" && !url.searchParams.has("host")) {
@@ -76,10 +76,17 @@ function postgres(raw: string, problems: ConfigProblem[]): DatabaseSpec {
   return { kind: "postgres", url: raw, display: redact(raw) };
 }
 
-/** The URL with any password replaced, so errors and logs never carry it. */
+/**
+ * The URL with any password replaced, so errors and logs never carry it. A password written without
+ * percent-encoding may hold `@` or `/` itself: everything up to the last `@` is masked, which may hide
+ * more than the password (an `@` later in the URL) but never less.
+ */
 export function redact(raw: string): string {
-  return raw.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:]*):[^/@]*@/i, "$1:***@").replace(/([?&]password=)[^&#]*/gi, "$1***");
+  return raw.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:]*):.*@/is, "$1:***@").replace(/([?&]password=)[^&#]*/gi, "$1***");
 }
+
+/** The fix for a URL that does not parse, most often a password with a reserved character left as is. */
+export const URL_SYNTAX_HINT = "write postgres://user:password@host:5432/database, with any @ / : ? # % in the user or password percent-encoded (@ as %40, / as %2F)";
 
 function decodePath(path: string, raw: string, problems: ConfigProblem[]): string | undefined {
   if (path.includes("?") || path.includes("#")) {

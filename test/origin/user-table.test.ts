@@ -89,6 +89,28 @@ describe("serving the user's own table", () => {
     for (const o of [a, b]) await eventually(`${o.url}/items/B-2`, null);
   });
 
+  it("/healthz is 503 while the table cannot be read (here: renamed), as every miss is, and 204 once it can", async () => {
+    const { url, db } = await catalogue();
+    await feedInstall(url, ["--table", "products", "--id-column", "sku"]);
+    const origin = await startOnPostgres(url, { ITEMS_TABLE: "products", ITEMS_ID_COLUMN: "sku", ITEMS_JSON_COLUMN: "doc" });
+    const healthz = async () => (await fetch(`${origin.url}/healthz`)).status;
+    expect(await healthz()).toBe(204);
+    await postgres.pg.sql("ALTER TABLE products RENAME TO products_old", db);
+    expect([(await get(`${origin.url}/items/B-2`)).status, await healthz()]).toEqual([503, 503]);
+    await postgres.pg.sql("ALTER TABLE products_old RENAME TO products", db);
+    expect([(await get(`${origin.url}/items/B-2`)).status, await healthz()]).toEqual([200, 204]);
+
+    // The origin's own table too.
+    const own = await postgres.database();
+    const ownDb = own.slice(own.lastIndexOf("/") + 1);
+    const writer = await startOnPostgres(own);
+    expect(await (await fetch(`${writer.url}/healthz`)).status).toBe(204);
+    await postgres.pg.sql("ALTER TABLE slim_edge_items RENAME TO slim_edge_items_old", ownDb);
+    expect((await fetch(`${writer.url}/healthz`)).status).toBe(503);
+    await postgres.pg.sql("ALTER TABLE slim_edge_items_old RENAME TO slim_edge_items", ownDb);
+    expect((await fetch(`${writer.url}/healthz`)).status).toBe(204);
+  });
+
   it("serves whole rows with integer ids in their canonical spelling, ETags from a version column", async () => {
     const { url, db } = await catalogue();
     await feedInstall(url, ["--table", "public.orders"]);

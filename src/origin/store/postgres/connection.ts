@@ -60,10 +60,14 @@ export function withDeadline<T extends readonly Row[]>(query: PendingQuery<T>, m
   );
 }
 
-/** Whether the server answers a trivial query within `timeoutMs` (/healthz of both PostgreSQL stores). */
-export async function answers(sql: Sql, timeoutMs: number): Promise<boolean> {
+/**
+ * Whether `probe` (/healthz of both PostgreSQL stores) runs within `timeoutMs`. A probe that reads no row
+ * but names what reads name (the table, its columns) fails as they would: a table renamed or a privilege
+ * revoked while the origin runs turns /healthz 503, not only every miss.
+ */
+export async function answers<T extends readonly Row[]>(probe: PendingQuery<T>, timeoutMs: number): Promise<boolean> {
   try {
-    await withDeadline(sql`SELECT 1`, timeoutMs, "ping");
+    await withDeadline(probe, timeoutMs, "ping");
     return true;
   } catch {
     return false;

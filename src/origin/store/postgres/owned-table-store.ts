@@ -201,7 +201,8 @@ export class OwnedTableStore implements ItemStore {
   }
 
   ping(): Promise<boolean> {
-    return answers(this.#sql, this.#timeoutMs);
+    const sql = this.#sql;
+    return answers(sql`SELECT version, epoch, body FROM ${sql(ITEMS_TABLE)} LIMIT 0`, this.#timeoutMs);
   }
 
   close(): Promise<void> {

@@ -41,6 +41,7 @@ export class UserTableStore implements ItemStore {
   readonly #timeoutMs: number;
   readonly #shape: UserTableShape;
   readonly #lookup: string;
+  readonly #probe: string;
   /** The first page of ids, and every next one (after `$1`, the last id listed). */
   readonly #firstIds: string;
   readonly #nextIds: string;
@@ -55,6 +56,8 @@ export class UserTableStore implements ItemStore {
     const body = shape.jsonColumn === undefined ? "to_jsonb(t)::text" : `t.${quoteName(shape.jsonColumn)}::text`;
     const version = shape.versionColumn === undefined ? "NULL" : `t.${quoteName(shape.versionColumn)}::text`;
     this.#lookup = `SELECT ${body} AS body, ${version} AS version FROM ${quoteName(shape.table)} t WHERE t.${quoteName(shape.idColumn)} = $1::${shape.idType} LIMIT 1`;
+    // The lookup's table and columns, no row: what /healthz runs.
+    this.#probe = `SELECT ${body} AS body, ${version} AS version, t.${quoteName(shape.idColumn)} AS id FROM ${quoteName(shape.table)} t LIMIT 0`;
     // Paged in the column's own order and compared as its own type (integers as integers, so 10 follows 9;
     // the column's collation; its index is used), listed in its text spelling. Qualified with `t.`: a bare
     // name in ORDER BY would be the output column (the text). NULL is no id (and no request can name it).
@@ -114,7 +117,7 @@ export class UserTableStore implements ItemStore {
   }
 
   ping(): Promise<boolean> {
-    return answers(this.#sql, this.#timeoutMs);
+    return answers(this.#sql.unsafe(this.#probe), this.#timeoutMs);
   }
 
   close(): Promise<void> {

@@ -124,6 +124,13 @@ async function install(tx: TransactionSql): Promise<{ table: string; schema: str
   if (!columns.has(idColumn)) throw new Refusal(`${relation.sql} has no column ${quoteLiteral(idColumn)}; its columns are ${[...columns.keys()].join(", ")} (pass the id column with --id-column)`);
 
   const log = await findChangeLog(tx);
+  // One change log per database: one this role's search_path does not show is still the one to install beside.
+  const [hidden] = log.elsewhere;
+  if (log.schema === undefined && hidden !== undefined && (schemaOption === undefined || !log.elsewhere.includes(schemaOption))) {
+    throw new Refusal(
+      `the change log is already in schema ${hidden} (${qualify(hidden, CHANGES_TABLE)}), which this role's search_path does not show: there is one per database, where every origin reads it; pass --schema ${shellWord(hidden)}`,
+    );
+  }
   if (schemaOption !== undefined && log.schema !== undefined && log.schema !== schemaOption) {
     throw new Refusal(`the change log is already in schema ${log.schema} (${qualify(log.schema, CHANGES_TABLE)}), where the origin finds it: there is one per database; drop --schema or pass --schema ${shellWord(log.schema)}`);
   }

@@ -243,6 +243,22 @@ describe("feed:install's refusals: exit 2, a message that names the fix, and not
     expect(await triggersOn(db, "second_items")).toBe("2");
   });
 
+  it("a change log in a schema off the installer's search_path: refused, not a second log beside it; --schema installs beside it", async () => {
+    const url = await postgres.database();
+    const db = dbOf(url);
+    await postgres.pg.sql("CREATE SCHEMA feed; CREATE TABLE first_items (id text PRIMARY KEY); CREATE TABLE second_items (id text PRIMARY KEY);", db);
+    expect(await feedInstall(url, ["--table", "first_items", "--schema", "feed"])).toMatchObject({ code: 0 });
+    expect(await feedInstall(url, ["--table", "second_items"])).toEqual({
+      code: 2,
+      out: expect.stringMatching(/^feed:install: the change log is already in schema feed \("feed"\."slim_edge_changes"\), which this role's search_path does not show: .*pass --schema feed/),
+    });
+    expect(await postgres.pg.sql("SELECT string_agg(n.nspname, ',') FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relname = 'slim_edge_changes'", db)).toBe("feed");
+    expect(await triggersOn(db, "second_items")).toBe("0");
+    expect(await feedInstall(url, ["--table", "second_items", "--schema", "feed"])).toMatchObject({ code: 0, out: expect.stringMatching(/"feed"\."slim_edge_changes"/) });
+    await postgres.pg.sql("INSERT INTO second_items VALUES ('s-1')", db);
+    expect(await postgres.pg.sql("SELECT string_agg(item_id, ',') FROM feed.slim_edge_changes", db)).toBe("s-1");
+  });
+
   it("a table's owner who may not use another role's function, or replace its older version, is told what that role must run", async () => {
     const url = await postgres.database();
     const db = dbOf(url);

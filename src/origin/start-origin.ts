@@ -166,6 +166,7 @@ async function serve(
       duties.changed();
     },
     lostTrack: (reason) => {
+      store.renewWriteEpoch?.();
       void known.build(`changes were missed: ${reason}`, true);
       loader.invalidateAll();
     },

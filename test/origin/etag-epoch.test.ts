@@ -3,7 +3,8 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { describe, expect, it } from "vitest";
 import { SqliteItemStore } from "../../src/origin/store/sqlite-store.ts";
-import { epochOf, etagFor, get, once, start, tempDir, withBody } from "./harness.ts";
+import { epochOf, etagFor, get, once, start, tempDir, until, withBody } from "./harness.ts";
+import { startOnPostgres, usePostgres } from "./pg-harness.ts";
 
 /** An origin on `dir`'s database whose store session writes with `writeEpoch` (random if omitted). */
 function startOn(dir: string, writeEpoch?: string) {
@@ -97,5 +98,26 @@ describe("ETag epochs: an ETag never names two different contents", () => {
 
   it("refuses a write epoch outside the ETag alphabet", () => {
     expect(() => new SqliteItemStore(join(tempDir(), "items.sqlite"), { writeEpoch: 'a"' })).toThrow(/write epoch/);
+  });
+});
+
+describe("ETag epochs on PostgreSQL", () => {
+  const postgres = usePostgres();
+
+  it("after the items table is truncated under running instances, an id written again gets an ETag the lost rows never had", async () => {
+    const url = await postgres.database();
+    const db = url.slice(url.lastIndexOf("/") + 1);
+    const [writer, other] = [await startOnPostgres(url, { FEED_POLL_MS: "20" }), await startOnPostgres(url, { FEED_POLL_MS: "20" })];
+    const old = await put(writer.port, "k", '{"v":"before"}');
+    expect((await once(other.port, get("/items/k"))).header("etag")).toBe(old);
+
+    await postgres.pg.sql("TRUNCATE slim_edge_items", db); // the tombstones go too: version 1 comes again
+    for (const o of [writer, other]) await until(async () => (await once(o.port, get("/items/k"))).status === 404, "the truncate to reach every instance");
+    for (const o of [writer, other]) {
+      const again = await put(o.port, "k", `{"v":"after ${o.port}"}`);
+      expect(again).not.toBe(old);
+      const revalidated = await once(other.port, get("/items/k", { "If-None-Match": old }));
+      expect([revalidated.status, revalidated.body.toString()]).toEqual([200, `{"v":"after ${o.port}"}`]);
+    }
   });
 });

@@ -39,6 +39,11 @@ export interface ItemStore {
   ids(): AsyncIterable<readonly string[]>;
   /** Cheap liveness probe for /healthz. */
   ping(): Promise<boolean>;
+  /**
+   * The change feed lost track (a TRUNCATE among other causes): rows may have gone without tombstones, so
+   * versions may be written again; a store that stamps a write epoch draws a new one, so they get new ETags.
+   */
+  renewWriteEpoch?(): void;
   /** Waits for writes in flight, then closes. */
   close(): Promise<void>;
 }

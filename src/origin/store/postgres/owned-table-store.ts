@@ -24,7 +24,8 @@ export class OwnedTableStore implements ItemStore {
   readonly description: string;
   readonly #sql: Sql;
   readonly #timeoutMs: number;
-  readonly #epoch: string;
+  #epoch: string;
+  readonly #fixedEpoch: boolean;
   readonly #idBatch: number;
 
   /**
@@ -34,6 +35,7 @@ export class OwnedTableStore implements ItemStore {
   constructor(options: PostgresOptions & { display: string; writeEpoch?: string; idBatch?: number }) {
     this.description = `${options.display} (table ${ITEMS_TABLE})`;
     this.#epoch = options.writeEpoch ?? randomEpoch();
+    this.#fixedEpoch = options.writeEpoch !== undefined;
     if (!EPOCH.test(this.#epoch)) throw new RangeError(`bad write epoch ${JSON.stringify(this.#epoch)}`);
     this.#sql = openPool(options);
     this.#timeoutMs = options.timeoutMs;
@@ -43,6 +45,14 @@ export class OwnedTableStore implements ItemStore {
 
   get writeEpoch(): string {
     return this.#epoch;
+  }
+
+  /** A TRUNCATE removes tombstones with the rows: version 1 of an id may be written again, under a new epoch. */
+  renewWriteEpoch(): void {
+    if (this.#fixedEpoch) return;
+    let next = randomEpoch();
+    while (next === this.#epoch) next = randomEpoch();
+    this.#epoch = next;
   }
 
   async get(id: string): Promise<StoredItem | undefined> {

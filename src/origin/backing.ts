@@ -5,7 +5,7 @@
 
 import type { OriginConfig } from "./config/parse-origin-config.ts";
 import { LocalChangeFeed, type ChangeFeed } from "./feed/change-feed.ts";
-import { PostgresChangeFeed } from "./feed/postgres-change-feed.ts";
+import { DEFAULT_RECHECK_MS, PostgresChangeFeed } from "./feed/postgres-change-feed.ts";
 import { PostgresChangeLogPruner, SqliteChangeLogPruner, type ChangeLogPruner } from "./purge/change-log-pruner.ts";
 import { startLeaderDuties, type LeaderDuties } from "./purge/leader-duties.ts";
 import { FixedLeadership, PostgresLeadership, type Leadership } from "./purge/leadership.ts";
@@ -15,7 +15,7 @@ import { SqlitePurgeSource } from "./purge/sqlite-purge-source.ts";
 import type { ItemStore } from "./store/item-store.ts";
 import type { PostgresOptions } from "./store/postgres/connection.ts";
 import { OwnedTableStore } from "./store/postgres/owned-table-store.ts";
-import { preparePostgres } from "./store/postgres/prepare.ts";
+import { preparePostgres, recheckPostgres } from "./store/postgres/prepare.ts";
 import { UserTableStore } from "./store/postgres/user-table-store.ts";
 import { SqliteItemStore } from "./store/sqlite-store.ts";
 
@@ -42,7 +42,15 @@ export async function openStore(config: OriginConfig, writeEpoch: string | undef
 export function feedFor(config: OriginConfig, log: (line: string) => void): ChangeFeed {
   const { database } = config;
   if (database.kind === "sqlite") return new LocalChangeFeed();
-  return new PostgresChangeFeed({ ...postgresOptions(config, database.url), pollMs: config.feedPollMs, staleBoundMs: config.feedStaleBoundMs, log });
+  return new PostgresChangeFeed({
+    ...postgresOptions(config, database.url),
+    pollMs: config.feedPollMs,
+    staleBoundMs: config.feedStaleBoundMs,
+    log,
+    recheck: (sql) => recheckPostgres(sql, config.userTable),
+    // A missing trigger is noticed about as fast as a silent feed would be, at most every few seconds.
+    recheckMs: Math.min(DEFAULT_RECHECK_MS, Math.max(config.feedPollMs, config.feedStaleBoundMs)),
+  });
 }
 
 /**

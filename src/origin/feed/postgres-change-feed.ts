@@ -8,6 +8,7 @@
 import type { Sql } from "postgres";
 import { StoreUnavailableError } from "../store/item-store.ts";
 import { openPool, withDeadline, type PostgresOptions } from "../store/postgres/connection.ts";
+import type { SetupRecheck } from "../store/postgres/prepare.ts";
 import { CHANGE_CHANNEL, CHANGES_TABLE, FEED_TABLE } from "../store/postgres/schema.ts";
 import { isItemId } from "../../shared/item-id.ts";
 import type { ChangeFeed, ChangeFeedStats, ChangeHandlers } from "./change-feed.ts";
@@ -18,6 +19,8 @@ import { ChangeLogCursor, EVERYTHING_CHANGED, parseNotification, parseSnapshot, 
  * slows the polls, but the change log cannot be pruned past it (change-log-pruner.ts), so the log grows.
  */
 export const OLD_TRANSACTION_LOG_MS = 10 * 60_000;
+/** How often what feeds the change log is checked again, ms, unless the options say otherwise. */
+export const DEFAULT_RECHECK_MS = 5000;
 
 export interface PostgresFeedOptions extends PostgresOptions {
   /** How often the change log is polled, ms. */
@@ -28,6 +31,9 @@ export interface PostgresFeedOptions extends PostgresOptions {
   now?: () => number;
   /** The oldest open transaction is reported once it has held the snapshot's xmin this long, ms. */
   oldTransactionLogMs?: number;
+  /** Checks again what feeds the change log (store/postgres/prepare.ts recheckPostgres), every `recheckMs`. */
+  recheck?: (sql: Sql) => Promise<SetupRecheck>;
+  recheckMs?: number;
 }
 
 /** What the polls did, for tests and diagnosis: the work of a poll is the rows it read. */
@@ -64,6 +70,9 @@ export class PostgresChangeFeed implements ChangeFeed {
   #lastGoodPollStarted = Number.NEGATIVE_INFINITY;
   #failing = false;
   #closed = false;
+  #recheckTimer: NodeJS.Timeout | undefined;
+  /** What the last recheck found missing: until it is fixed the feed is not trusted (see `healthy`). */
+  #setupProblem: string | undefined;
   /** The oldest transaction open on the server (the last snapshot's xmin), since when, and whether it was logged. */
   #oldest: { xid: bigint; since: number; logged: boolean } | undefined;
 
@@ -73,7 +82,7 @@ export class PostgresChangeFeed implements ChangeFeed {
   }
 
   get healthy(): boolean {
-    return this.#now() - this.#lastGoodPollStarted <= this.#options.staleBoundMs;
+    return this.#setupProblem === undefined && this.#now() - this.#lastGoodPollStarted <= this.#options.staleBoundMs;
   }
 
   async start(handlers: ChangeHandlers): Promise<void> {
@@ -97,11 +106,22 @@ export class PostgresChangeFeed implements ChangeFeed {
     if (!this.healthy) throw new Error("the first poll of the change log failed (see the log line above)");
     this.#timer = setInterval(() => this.#poll(), this.#options.pollMs);
     this.#timer.unref();
+    const { recheck, recheckMs } = this.#options;
+    if (recheck !== undefined) {
+      let checking = false;
+      this.#recheckTimer = setInterval(() => {
+        if (checking || this.#closed) return;
+        checking = true;
+        void this.#recheck(recheck).finally(() => (checking = false));
+      }, recheckMs ?? DEFAULT_RECHECK_MS);
+      this.#recheckTimer.unref();
+    }
   }
 
   async close(): Promise<void> {
     this.#closed = true;
     clearInterval(this.#timer);
+    clearInterval(this.#recheckTimer);
     await this.#polling;
     // unlisten() does not stop delivery after a reconnect (postgres 3.4.9, measured): end the connections.
     await Promise.all([this.#listener?.end({ timeout: 2 }), this.#poller?.end({ timeout: 2 })]);
@@ -229,6 +249,35 @@ export class PostgresChangeFeed implements ChangeFeed {
     }
     // Whatever the failed handler left undone (a stale entry kept?), dropping everything undoes it.
     if (failed !== undefined) this.#lostTrack(`applying the change to ${JSON.stringify(failed)} failed`);
+  }
+
+  /**
+   * A change made while a trigger was missing was never logged. The origin's own table gets it back at once,
+   * with "everything changed" logged for every instance (recheckPostgres). A user's table waits for
+   * feed:install: until then this instance does not trust its feed (cached items older than the staleness
+   * bound are read again), and then it drops every cached item.
+   */
+  async #recheck(recheck: (sql: Sql) => Promise<SetupRecheck>): Promise<void> {
+    let found: SetupRecheck;
+    try {
+      found = await recheck(this.#poller!);
+    } catch {
+      return; // the server cannot be reached: the polls say so
+    }
+    if (this.#closed) return;
+    const log = this.#options.log;
+    // The repair logged "everything changed": every instance's feed drops its cache when it reads that.
+    if (found.repaired !== undefined) log(`origin: change feed: ${found.repaired} had gone (dropped?) and were created again`);
+    if (found.problem !== undefined) {
+      if (this.#setupProblem === undefined) {
+        log(`origin: change feed: changes no longer reach the change log (${found.problem}); cached items older than ${this.#options.staleBoundMs} ms are re-read until it is fixed`);
+      }
+      this.#setupProblem = found.problem;
+    } else if (this.#setupProblem !== undefined) {
+      this.#setupProblem = undefined;
+      log("origin: change feed: changes reach the change log again");
+      this.#lostTrack("changes made while they did not were never logged");
+    }
   }
 
   #lostTrack(reason: string): void {

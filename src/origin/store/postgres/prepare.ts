@@ -7,7 +7,7 @@
 // that the start is retried rather than refused. feed:install (scripts/feed-install.ts) uses the same
 // inspection to install only what is missing.
 
-import type { TransactionSql } from "postgres";
+import type { Sql, TransactionSql } from "postgres";
 import { ConfigError } from "../../../shared/config/config-error.ts";
 import { StoreUnavailableError } from "../item-store.ts";
 import { openPool, unavailable, type PostgresOptions } from "./connection.ts";
@@ -82,6 +82,44 @@ export async function preparePostgres(options: PostgresOptions & { display: stri
     }
   } finally {
     await sql.end({ timeout: 2 });
+  }
+}
+
+/** What a check of the setup found while the origin runs (recheckPostgres). */
+export interface SetupRecheck {
+  /** What the change feed now misses, with its fix, as the refusal at start would say it. */
+  problem?: string;
+  /** What had gone missing of the origin's own table and was created again. */
+  repaired?: string;
+}
+
+/**
+ * What the change feed depends on (the log, its function, the triggers, the table), checked again while the
+ * origin runs: a trigger dropped or disabled, or the table swapped for one without it, would otherwise go
+ * unnoticed until the next start while no change reaches any cache. The origin's own table gets what is
+ * missing created again, as at start; a user's table, the problem as its refusal at start names it. A
+ * store that cannot be reached rejects (the feed's polls already say so).
+ */
+export async function recheckPostgres(sql: Sql, userTable: UserTableSpec | undefined): Promise<SetupRecheck> {
+  const [row] = await sql<{ role: string }[]>`SELECT current_user AS role`;
+  const role = row!.role;
+  try {
+    if (userTable === undefined) {
+      return await sql.begin(async (tx) => {
+        const { schema, created } = await ensureOwnedSchema(tx, role);
+        if (created.length === 0) return {};
+        // Changes made while it was missing were never logged: "everything changed", in the same transaction,
+        // tells every instance's feed to drop its cache and the purge leader to purge the edge wide.
+        await tx.unsafe(`INSERT INTO ${qualify(schema, CHANGES_TABLE)} (item_id) VALUES ('')`);
+        return { repaired: created.join(", ") };
+      });
+    }
+    await sql.begin((tx) => inspectUserTable(tx, userTable, role));
+    return {};
+  } catch (error) {
+    const problem = setupProblem(error, role);
+    if (problem instanceof ConfigError) return { problem: problem.problems.map((p) => `${p.variable}: ${p.message}`).join("; ") };
+    throw problem;
   }
 }
 
@@ -228,8 +266,10 @@ async function ownedPlan(tx: Tx, role: string): Promise<{ schema: string; items:
   return { schema, items, missing };
 }
 
-async function ensureOwnedSchema(tx: Tx, role: string): Promise<void> {
+/** Creates what is missing of the origin's own tables; returns what it created, and in which schema. */
+async function ensureOwnedSchema(tx: Tx, role: string): Promise<{ schema: string; created: string[] }> {
   let plan = await ownedPlan(tx, role);
+  let created: string[] = [];
   if (plan.missing.length > 0) {
     // Instances starting together would race on CREATE ... IF NOT EXISTS (it is not atomic): one at a
     // time, each looking again once it holds the lock.
@@ -241,12 +281,14 @@ async function ensureOwnedSchema(tx: Tx, role: string): Promise<void> {
       } catch (error) {
         throw createProblem(error, plan, role);
       }
+      created = plan.missing.map((m) => m.what);
     }
   }
   const lacking = await missingPrivileges(tx, OWNED_PRIVILEGES.map(([table, privileges]) => [table === ITEMS_TABLE ? plan.items : qualify(plan.schema, table), privileges]));
   if (lacking.length > 0) {
     throw refused("DATABASE_URL", `role ${role} may not ${lacking.map(([p, r]) => `${p} ${r}`).join("; ")}, which the origin needs: as their owner, run \`${grants(lacking, role)}\`.`);
   }
+  return { schema: plan.schema, created };
 }
 
 function createProblem(error: unknown, plan: { schema: string; missing: { what: string; owner?: string }[] }, role: string): Error {

@@ -1,0 +1,71 @@
+// What feeds the change log is checked again while the origin runs, not only at start: a trigger dropped (a
+// migration, a bulk load that forgot to put it back) would otherwise leave every other instance, and the
+// edge, serving what they hold until it expires, with nothing logged. The origin's own table gets its trigger
+// back at once; a user's table is reported with its fix and the feed distrusted (cached items older than
+// the staleness bound are read again) until feed:install is run again. Either way every cached item is
+// dropped once changes reach the log again: those made meanwhile were never logged.
+import { execFile } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { EVERYTHING_CHANGED } from "../../src/origin/feed/change-log-cursor.ts";
+import { until } from "./harness.ts";
+import { startOnPostgres, usePostgres } from "./pg-harness.ts";
+
+const postgres = usePostgres();
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const FAST = { FEED_POLL_MS: "20", FEED_STALE_BOUND_MS: "200" };
+
+const body = async (url: string) => (await fetch(url)).text();
+const triggers = (db: string, table: string) => postgres.pg.sql(`SELECT count(*) FROM pg_trigger WHERE tgrelid = '${table}'::regclass AND NOT tgisinternal`, db);
+
+describe("what feeds the change log, checked while the origin runs", () => {
+  it("the origin's own table: a dropped trigger is created again, and a change made meanwhile reaches every instance", async () => {
+    const url = await postgres.database();
+    const db = url.slice(url.lastIndexOf("/") + 1);
+    const lines: string[] = [];
+    const [a, b] = [await startOnPostgres(url, FAST), await startOnPostgres(url, FAST, { log: (l) => lines.push(l) })];
+    expect((await fetch(`${a.url}/items/k`, { method: "PUT", headers: { "content-type": "application/json" }, body: '{"v":1}' })).status).toBe(204);
+    await until(async () => (await body(`${b.url}/items/k`)) === '{"v":1}', "b to serve the first write");
+
+    // A change no trigger logs: made in the transaction that drops it.
+    await postgres.pg.sql(
+      `BEGIN; DROP TRIGGER slim_edge_record_change ON slim_edge_items;
+       UPDATE slim_edge_items SET version = version + 1, body = convert_to('{"v":2}', 'UTF8') WHERE id = 'k'; COMMIT;`,
+      db,
+    );
+    await until(async () => (await body(`${b.url}/items/k`)) === '{"v":2}', "b to serve the change made while the trigger was gone");
+    // Whichever instance put it back logged "everything changed": both dropped what they held.
+    expect(lines).toContain(`origin: change feed: ${EVERYTHING_CHANGED}; dropping every cached item`);
+    expect(await triggers(db, "slim_edge_items")).toBe("2");
+    expect((await fetch(`${a.url}/items/k`, { method: "PUT", headers: { "content-type": "application/json" }, body: '{"v":3}' })).status).toBe(204);
+    await until(async () => (await body(`${b.url}/items/k`)) === '{"v":3}', "b to serve a write made after the repair");
+  });
+
+  it("a user's table: a dropped trigger is reported with its fix, cached items are read again, and once feed:install has run every change arrives again", async () => {
+    const url = await postgres.database();
+    const db = url.slice(url.lastIndexOf("/") + 1);
+    await postgres.pg.sql(`CREATE TABLE products (sku text PRIMARY KEY, doc jsonb NOT NULL); INSERT INTO products VALUES ('A-1', '{"n": 1}');`, db);
+    const install = () =>
+      new Promise<number>((done) => execFile(process.execPath, ["scripts/feed-install.ts", "--table", "products", "--id-column", "sku"], { cwd: ROOT, env: { ...process.env, DATABASE_URL: url } }, (error) => done(error ? Number(error.code) : 0)));
+    expect(await install()).toBe(0);
+    const lines: string[] = [];
+    const origin = await startOnPostgres(url, { ...FAST, ITEMS_TABLE: "products", ITEMS_ID_COLUMN: "sku", ITEMS_JSON_COLUMN: "doc" }, { log: (l) => lines.push(l) });
+    const item = `${origin.url}/items/A-1`;
+    expect(await body(item)).toBe('{"n":1}');
+
+    await postgres.pg.sql(`BEGIN; DROP TRIGGER slim_edge_record_change ON products; UPDATE products SET doc = '{"n": 2}'; COMMIT;`, db);
+    await until(() => lines.some((l) => l.includes("changes no longer reach the change log")), "the missing trigger to be reported");
+    expect(lines.find((l) => l.includes("changes no longer reach the change log"))).toMatch(
+      /^origin: change feed: changes no longer reach the change log \(ITEMS_TABLE: no trigger feeds changes of public\.products .*`npm run feed:install -- --table public\.products --id-column sku`.*\); cached items older than 200 ms are re-read until it is fixed$/,
+    );
+    expect(origin.feed.healthy).toBe(false);
+    await until(async () => (await body(item)) === '{"n":2}', "the cached item to be read again");
+
+    expect(await install()).toBe(0);
+    await until(() => origin.feed.healthy, "the feed to be trusted again");
+    expect(lines).toContain("origin: change feed: changes reach the change log again");
+    expect(lines).toContain("origin: change feed: changes made while they did not were never logged; dropping every cached item");
+    await postgres.pg.sql(`UPDATE products SET doc = '{"n": 3}'`, db);
+    await until(async () => (await body(item)) === '{"n":3}', "a change made after feed:install to arrive");
+  });
+});

@@ -257,6 +257,15 @@ describe("feed:install's refusals: exit 2, a message that names the fix, and not
     expect(await feedInstall(url, ["--table", "second_items", "--schema", "feed"])).toMatchObject({ code: 0, out: expect.stringMatching(/"feed"\."slim_edge_changes"/) });
     await postgres.pg.sql("INSERT INTO second_items VALUES ('s-1')", db);
     expect(await postgres.pg.sql("SELECT string_agg(item_id, ',') FROM feed.slim_edge_changes", db)).toBe("s-1");
+
+    // The origin's role does not see that schema either: refused with what this role itself can run.
+    const unseen = await refusal(url, spec("second_items"));
+    expect(unseen).toEqual({
+      variable: "DATABASE_URL",
+      message: expect.stringMatching(/^the change log "feed"\."slim_edge_changes" is not on the search_path of role postgres: as postgres itself \(or a superuser\), run `(ALTER ROLE "postgres" IN DATABASE "[^"]+" SET search_path = "\$user", public, "feed";)` and start again/),
+    });
+    await postgres.pg.sql(/`(ALTER ROLE [^`]+)`/.exec(unseen.message)![1]!, db);
+    expect((await preparePostgres(options(url), spec("second_items")))!.table).toBe("public.second_items");
   });
 
   it("a table's owner who may not use another role's function, or replace its older version, is told what that role must run", async () => {

@@ -97,6 +97,12 @@ describe("the origin's own tables at start", () => {
 describe("a first connection that fails", () => {
   it.each([
     ["unreachable", async () => "postgres://postgres@127.0.0.1:1/items", /^cannot reach PostgreSQL at db \(.*ECONNREFUSED.*\); is it running/],
+    // This server has ssl = off: the handshake ends like a dropped connection, so TLS is named as a suspect.
+    [
+      "TLS required, and the server does not accept it",
+      async () => `${await postgres.database()}?sslmode=require`,
+      /^cannot reach PostgreSQL at db \(.*TLS.*\) over TLS; if the server does not accept TLS, remove sslmode from DATABASE_URL or turn ssl on at the server, else is it running/,
+    ],
     ["starting up (57P03)", () => answeringWith("57P03", "the database system is starting up"), /^PostgreSQL at db does not accept connections yet \(the database system is starting up\)/],
     [
       "out of connections (53300)",

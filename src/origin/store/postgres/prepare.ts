@@ -435,9 +435,16 @@ async function checkChangeLog(tx: Tx, relation: Relation, spec: UserTableSpec, r
   if (log.schema === undefined) {
     if (log.elsewhere.length > 0) {
       const [schema] = log.elsewhere as [string];
+      const [found] = await tx<{ database: string; usage: boolean }[]>`
+        SELECT current_database() AS database, has_schema_privilege(${schema}, 'USAGE') AS usage`;
+      const { database, usage } = found!;
+      // A role may set its own defaults; only the schema's owner may grant on it.
+      const searchPath = `as ${role} itself (or a superuser), run \`ALTER ROLE ${quoteIdent(role)} IN DATABASE ${quoteIdent(database)} SET search_path = "$user", public, ${quoteIdent(schema)};\` and start again (a search_path in DATABASE_URL's options overrides it: add the schema there instead)`;
       throw refused(
         "DATABASE_URL",
-        `the change log ${qualify(schema, CHANGES_TABLE)} is out of reach of role ${role} (no USAGE on schema ${schema}, or it is not on the role's search_path): as the schema's owner, run \`GRANT USAGE ON SCHEMA ${quoteIdent(schema)} TO ${quoteIdent(role)};\` and, if needed, \`ALTER ROLE ${quoteIdent(role)} SET search_path = "$user", public, ${quoteIdent(schema)};\`.`,
+        usage
+          ? `the change log ${qualify(schema, CHANGES_TABLE)} is not on the search_path of role ${role}: ${searchPath}.`
+          : `the change log ${qualify(schema, CHANGES_TABLE)} is out of reach of role ${role} (no USAGE on schema ${schema}): as the schema's owner, run \`GRANT USAGE ON SCHEMA ${quoteIdent(schema)} TO ${quoteIdent(role)};\`; and if the schema is not on the role's search_path either, ${searchPath}.`,
       );
     }
     throw refused("ITEMS_TABLE", `the change log (${CHANGES_TABLE}) is not installed, so changes to ${relation.sql} would reach no cache: ${hint(DEFAULT_LOG_SCHEMA)}.`);
@@ -520,7 +527,9 @@ export function connectProblem(error: unknown, display: string): Error {
       return new StoreUnavailableError(`PostgreSQL at ${display} does not accept connections yet (${message}); starting again once it does.`, { cause: error });
     default:
       if (isTransient(e.code)) {
-        return new StoreUnavailableError(`cannot reach PostgreSQL at ${display} (${message}); is it running, and are the host and port in DATABASE_URL right?`, { cause: error });
+        // A server that refuses TLS (ssl = off) ends the handshake like a dropped connection: say which it may be.
+        const tls = /\bTLS\b/.test(message) ? " over TLS; if the server does not accept TLS, remove sslmode from DATABASE_URL or turn ssl on at the server, else" : ";";
+        return new StoreUnavailableError(`cannot reach PostgreSQL at ${display} (${message})${tls} is it running, and are the host and port in DATABASE_URL right?`, { cause: error });
       }
       return refused("DATABASE_URL", `cannot use PostgreSQL at ${display}: ${message}.`);
   }

@@ -1,6 +1,10 @@
 // bench:origin --scale, its pure parts: medians and ratios over rounds, /metrics parsing, the command line, which
-// sizes a machine can hold, CACHE_MAX_BYTES for N entries, and the report's figures and target verdicts.
+// sizes a machine can hold, CACHE_MAX_BYTES for N entries, and the report's figures and target verdicts; and
+// --memory-floor's ballast and command line.
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { ballastCycle, LINE } from "../../bench/origin/ballast.ts";
 import { hotSet } from "../../bench/origin/hot-set.ts";
 import { metricName, parsePromText, sumOf } from "../../bench/origin/prom-text.ts";
 import { MAX_SIZE, parseCount, parseScaleArgs, parseSizes, ScaleArgsError } from "../../bench/origin/scale-args.ts";
@@ -13,6 +17,8 @@ import { Wire } from "../../src/origin/http/wire.ts";
 import { readyItems } from "../../src/origin/reads/ready-items.ts";
 import { etagFor } from "../../src/origin/store/etag.ts";
 import { sampleItem } from "../../src/origin/store/sample-items.ts";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
 describe("stats", () => {
   it("median takes the lower middle of an even count and ignores order", () => {
@@ -306,5 +312,33 @@ describe("the hot set", () => {
   it("is the whole range when it is at least as large", () => {
     expect(hotSet(1, 1000, 1000, 7)).toEqual(Array.from({ length: 1000 }, (_, i) => i + 1));
     expect(hotSet(5, 3, 10, 7)).toEqual([5, 6, 7]);
+  });
+});
+
+describe("--memory-floor", () => {
+  it("walks one random cycle through every line of its ballast", () => {
+    const lines = 1000;
+    const ballast = ballastCycle(lines);
+    const seen = new Set<number>();
+    let at = 0;
+    let steps = 0;
+    do {
+      seen.add(at);
+      at = ballast[at * LINE]!;
+      steps++;
+    } while (at !== 0 && steps <= lines);
+    expect([steps, seen.size]).toEqual([lines, lines]);
+    // Not the lines in order (nor backwards): a prefetcher could follow that.
+    expect(ballast[0]).not.toBe(1);
+    expect(ballast[0]).not.toBe(lines - 1);
+  });
+
+  it.each([
+    [["--reads", "1,2"], '--reads must list whole numbers from 0 to 64, starting with 0 (the baseline), got "1,2"'],
+    [["--reads", "0,x"], '--reads must list whole numbers from 0 to 64, starting with 0 (the baseline), got "0,x"'],
+    [["--ballast-mib", "0"], '--ballast-mib must be a positive number, got "0"'],
+  ])("refuses %j before starting anything", (args, message) => {
+    const run = spawnSync(process.execPath, ["bench/origin.ts", "--memory-floor", ...args], { cwd: ROOT, encoding: "utf8" });
+    expect([run.status, run.stderr]).toEqual([2, `bench:origin --memory-floor: ${message}\n`]);
   });
 });

@@ -1,0 +1,169 @@
+// `npm run bench:origin -- --memory-floor`: what a few reads of memory no cache holds cost an answer, on this
+// machine, as a ratio. The same origin (1,000 entries cached, every answer a 304 from the cache, uniform ids)
+// runs once per variant with bench/origin/random-reads.ts loaded, which makes 0, 1, 2 or 3 dependent random
+// reads in 1.7 GiB (what 5M cached entries occupy) before each answer. It bounds what any cache layout can
+// reach at 5M entries with ids spread over all of them: each hit must read at least its entry's location
+// from memory no cache holds, and a 200 also the entry found there (issue 12's targets; docs/benchmarks.md).
+//
+//   node bench/origin.ts --memory-floor [--reads 0,1,2,3] [--ballast-mib 1700] [--items 1000] [--rounds 15]
+//                        [--duration S (1)] [--warmup S] [--connections N] [--json FILE]
+
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { Children, waitForLine } from "./children.ts";
+import type { LoadResult, LoadSpec } from "./loadgen.ts";
+import { pairedRatios, quartiles } from "./stats.ts";
+import { median } from "../lib/stats.ts";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const MAIN = join(ROOT, "src/origin/main.ts");
+const PRELOAD = join(ROOT, "bench/origin/random-reads.ts");
+const TOKEN = "bench-origin-token-0123456789abcdef";
+const HARD_LIMIT_MS = 15 * 60_000;
+
+const { values: args } = parseArgs({
+  options: {
+    "memory-floor": { type: "boolean" },
+    reads: { type: "string", default: "0,1,2,3" },
+    "ballast-mib": { type: "string", default: "1700" },
+    items: { type: "string", default: "1000" },
+    rounds: { type: "string", default: "15" },
+    duration: { type: "string", default: "1" },
+    warmup: { type: "string", default: "0.5" },
+    connections: { type: "string", default: "50" },
+    json: { type: "string" },
+  },
+});
+function usage(problem: string): never {
+  process.stderr.write(`bench:origin --memory-floor: ${problem}\n`);
+  process.exit(2);
+}
+const positive = (name: keyof typeof args) => {
+  const n = Number(args[name]);
+  if (!Number.isFinite(n) || n <= 0) usage(`--${name} must be a positive number, got ${JSON.stringify(args[name])}`);
+  return n;
+};
+const readCounts = String(args.reads).split(",").map((s) => Number(s.trim()));
+if (readCounts.some((n) => !Number.isInteger(n) || n < 0 || n > 64) || readCounts[0] !== 0) {
+  usage(`--reads must list whole numbers from 0 to 64, starting with 0 (the baseline), got ${JSON.stringify(args.reads)}`);
+}
+const ballastMib = positive("ballast-mib");
+const items = Math.floor(positive("items"));
+const rounds = Math.floor(positive("rounds"));
+const durationMs = positive("duration") * 1000;
+const warmupMs = positive("warmup") * 1000;
+const connections = Math.floor(positive("connections"));
+
+const children = new Children("bench:origin --memory-floor", HARD_LIMIT_MS);
+const dir = mkdtempSync(join(tmpdir(), "slim-origin-floor-"));
+children.onCleanup(() => rmSync(dir, { recursive: true, force: true }));
+
+interface Variant {
+  reads: number;
+  port: number;
+  pid: number;
+  etag: string;
+  runs: LoadResult[];
+}
+
+async function startVariant(reads: number): Promise<Variant> {
+  const child = children.launch({
+    role: "server",
+    script: MAIN,
+    argv: [`--seed=${items}`],
+    nodeFlags: ["--import", PRELOAD],
+    env: {
+      PORT: "0",
+      METRICS_PORT: "0",
+      DATABASE_URL: join(dir, `reads-${reads}.sqlite`),
+      ORIGIN_TOKEN: TOKEN,
+      BENCH_RANDOM_READS: String(reads),
+      BENCH_BALLAST_MIB: String(ballastMib),
+    },
+  });
+  const [, port] = await waitForLine(child, /origin listening on http:\/\/127\.0\.0\.1:(\d+)/);
+  const warm = await children.loadgen({ ...base, port: Number(port), mode: "warm", ids: { kind: "each", first: 1, count: items }, serverPid: child.pid! });
+  if (warm.statuses["200"] !== items) throw new Error(`warm-up expected ${items} × 200, got ${JSON.stringify(warm.statuses)}`);
+  // Every seeded item is version 1 of the seeding session: one ETag fits them all.
+  const etag = /\r\nETag: ("[^"\r]+")\r\n/.exec(warm.sampleResponse)?.[1];
+  if (etag === undefined) throw new Error(`warm-up response without an ETag: ${JSON.stringify(warm.sampleResponse)}`);
+  return { reads, port: Number(port), pid: child.pid!, etag, runs: [] };
+}
+
+const base: Omit<LoadSpec, "port" | "mode"> = {
+  connections,
+  seed: 42,
+  warmupMs,
+  durationMs,
+  maxRequests: 5_000_000,
+  token: TOKEN,
+  clkTck: children.clkTck,
+};
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  const startLoad = loadavg();
+  process.stderr.write(`bench:origin --memory-floor: ${readCounts.length} origins with ${items} items, ${ballastMib} MiB of ballast each (${children.pinning})\n`);
+  const variants: Variant[] = [];
+  for (const reads of readCounts) variants.push(await startVariant(reads));
+  for (let round = 0; round < rounds; round++) {
+    // Rotated each round so drift (thermal, noisy neighbours) favours no variant.
+    for (let i = 0; i < variants.length; i++) {
+      const v = variants[(i + round) % variants.length]!;
+      const r = await children.loadgen({ ...base, port: v.port, mode: "304", ifNoneMatch: v.etag, ids: { kind: "uniform", first: 1, count: items }, serverPid: v.pid });
+      if (r.errors > 0 || Object.keys(r.statuses).some((s) => s !== "304")) throw new Error(`${v.reads} reads: ${r.errors} errors, statuses ${JSON.stringify(r.statuses)}`);
+      v.runs.push(r);
+      process.stderr.write(`  round ${round + 1}, ${v.reads} reads: ${r.rps.toFixed(0)} req/s, p99 ${r.p99us.toFixed(0)} µs\n`);
+    }
+  }
+  const baseline = variants[0]!;
+  const cpuUs = (r: LoadResult) => (r.serverCpu === null ? Number.NaN : (r.serverCpu * r.seconds * 1e6) / r.requests);
+  const rows = variants.map((v) => {
+    const rps = pairedRatios(v.runs.map((r) => r.rps), baseline.runs.map((r) => r.rps));
+    const p99 = pairedRatios(v.runs.map((r) => r.p99us), baseline.runs.map((r) => r.p99us));
+    // When the load generator, not the server, sets the pace, req/s hides what the reads cost: CPU per answer shows it.
+    const cpu = pairedRatios(v.runs.map(cpuUs), baseline.runs.map(cpuUs));
+    return {
+      reads: v.reads,
+      rps: median(v.runs.map((r) => r.rps)),
+      rpsRatio: median(rps),
+      rpsQuartiles: quartiles(rps),
+      p99us: median(v.runs.map((r) => r.p99us)),
+      p99Ratio: median(p99),
+      cpuUsPerRequest: median(v.runs.map(cpuUs)),
+      cpuRatio: median(cpu),
+      serverCpu: median(v.runs.map((r) => r.serverCpu ?? Number.NaN)),
+      loadgenCpu: median(v.runs.map((r) => r.loadgenCpu)),
+    };
+  });
+  const x = (n: number) => `${n.toFixed(2)}×`;
+  const lines = [
+    `memory floor: the origin with ${items} entries cached, 304s for uniform ids, and N dependent random reads in ${ballastMib} MiB before each answer`,
+    `${rounds} interleaved rounds × ${durationMs / 1000} s, ${connections} connections, no pipelining; node ${process.version}, ${availableParallelism()} × ${cpus()[0]?.model ?? "unknown CPU"}; ` +
+      `${children.pinning}; load average at start ${startLoad.map((l) => l.toFixed(2)).join(" ")}`,
+    "",
+    "| random reads per answer | req/s (median) | × 0 reads (rounds' quartiles) | p99 µs | p99 × 0 reads | server CPU µs/answer | × 0 reads | server / generator CPU |",
+    "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ...rows.map(
+      (r) =>
+        `| ${r.reads} | ${r.rps.toFixed(0)} | ${x(r.rpsRatio)} (${r.rpsQuartiles.map((q) => q.toFixed(2)).join("-")}) | ${r.p99us.toFixed(0)} | ${x(r.p99Ratio)} | ` +
+        `${r.cpuUsPerRequest.toFixed(1)} | ${x(r.cpuRatio)} | ${(r.serverCpu * 100).toFixed(0)}% / ${(r.loadgenCpu * 100).toFixed(0)}% |`,
+    ),
+    "",
+    `total time ${((performance.now() - started) / 1000).toFixed(0)} s`,
+  ];
+  process.stdout.write(`${lines.join("\n")}\n`);
+  if (args.json) {
+    mkdirSync(dirname(args.json), { recursive: true });
+    writeFileSync(args.json, JSON.stringify({ args, pinning: children.pinning, node: process.version, rows }, null, 2));
+  }
+}
+
+try {
+  await main();
+} finally {
+  children.cleanup();
+}

@@ -5,7 +5,7 @@
 
 import type { OriginConfig } from "./config/parse-origin-config.ts";
 import { LocalChangeFeed, type ChangeFeed } from "./feed/change-feed.ts";
-import { DEFAULT_RECHECK_MS, PostgresChangeFeed } from "./feed/postgres-change-feed.ts";
+import { PostgresChangeFeed } from "./feed/postgres-change-feed.ts";
 import { PostgresChangeLogPruner, SqliteChangeLogPruner, type ChangeLogPruner } from "./purge/change-log-pruner.ts";
 import { startLeaderDuties, type LeaderDuties } from "./purge/leader-duties.ts";
 import { FixedLeadership, PostgresLeadership, type Leadership } from "./purge/leadership.ts";
@@ -47,9 +47,7 @@ export function feedFor(config: OriginConfig, log: (line: string) => void): Chan
     pollMs: config.feedPollMs,
     staleBoundMs: config.feedStaleBoundMs,
     log,
-    recheck: (sql) => recheckPostgres(sql, config.userTable),
-    // A missing trigger is noticed about as fast as a silent feed would be, at most every few seconds.
-    recheckMs: Math.min(DEFAULT_RECHECK_MS, Math.max(config.feedPollMs, config.feedStaleBoundMs)),
+    recheck: (sql) => recheckPostgres(sql, config.userTable, config.storeTimeoutMs),
   });
 }
 

@@ -107,11 +107,16 @@ describe("origin configuration", () => {
     expect(parse({ DATABASE_URL: "postgresql://db/items" }).database).toMatchObject({ kind: "postgres" });
     // A password with a reserved character left as is: `@` still parses (the last one ends it), `/` does not.
     expect(parse({ DATABASE_URL: "postgres://u:se@cret@db:5432/items" }).database).toMatchObject({ display: "postgres://u:***@db:5432/items" });
+    // A user with an unencoded @ (Azure's user@server), and a password passed as sslpassword.
+    expect(parse({ DATABASE_URL: "postgres://me@corp:secret@corp.example.net/items" }).database).toMatchObject({ display: "postgres://me@corp:***@corp.example.net/items" });
+    expect(parse({ DATABASE_URL: "postgres://u@db/items?sslpassword=secret" }).database).toMatchObject({ display: "postgres://u@db/items?sslpassword=***" });
     for (const [url, why] of [
       ["postgres://u:secret@db", /names no database/],
       ["postgres://u:secret@[/items", /is not a valid URL/],
       ["postgres://u:sec/ret@db/items", /is not a valid URL; .*percent-encoded \(@ as %40, \/ as %2F\)/],
       ["postgres:///items?user=u&password=secret", /names no host/],
+      ["sqlite://u:secret@dbhost/x.sqlite", /names a host \(u:\*\*\*@dbhost\)/],
+      ["file://u:secret@host/x.sqlite", /is not a usable file: URL/],
     ] as const) {
       const [p] = problems({ DATABASE_URL: url });
       expect(p).toMatch(/^DATABASE_URL: /);

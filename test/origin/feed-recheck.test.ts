@@ -8,6 +8,7 @@ import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { EVERYTHING_CHANGED } from "../../src/origin/feed/change-log-cursor.ts";
+import type { PostgresChangeFeed } from "../../src/origin/feed/postgres-change-feed.ts";
 import { until } from "./harness.ts";
 import { startOnPostgres, usePostgres } from "./pg-harness.ts";
 
@@ -39,6 +40,66 @@ describe("what feeds the change log, checked while the origin runs", () => {
     expect(await triggers(db, "slim_edge_items")).toBe("2");
     expect((await fetch(`${a.url}/items/k`, { method: "PUT", headers: { "content-type": "application/json" }, body: '{"v":3}' })).status).toBe(204);
     await until(async () => (await body(`${b.url}/items/k`)) === '{"v":3}', "b to serve a write made after the repair");
+  });
+
+  it("the origin's own table as a role that may not re-create its triggers: reported naming who may, distrusted until an origin started as that role puts them back", async () => {
+    const url = await postgres.database();
+    const db = url.slice(url.lastIndexOf("/") + 1);
+    await (await startOnPostgres(url)).close(); // the schema, created by its owner
+    await postgres.pg.sql(
+      `DO $$ BEGIN CREATE ROLE recheck_app LOGIN PASSWORD 'recheck_app-pw'; EXCEPTION WHEN duplicate_object THEN NULL; END $$;
+       GRANT SELECT, INSERT, UPDATE ON slim_edge_items TO recheck_app; GRANT SELECT, UPDATE, DELETE ON slim_edge_changes TO recheck_app;
+       GRANT SELECT, UPDATE ON slim_edge_feed TO recheck_app;`,
+      db,
+    );
+    const lines: string[] = [];
+    const app = await startOnPostgres(url.replace("postgres://postgres@", "postgres://recheck_app:recheck_app-pw@"), FAST, { log: (l) => lines.push(l) });
+    await postgres.pg.sql("DROP TRIGGER slim_edge_record_change ON slim_edge_items", db);
+    await until(() => !app.feed.healthy, "the missing trigger to be reported");
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^origin: change feed: changes no longer reach the change log \(missing the triggers on .*slim_edge_items.*, so changes are not logged, and role recheck_app may not create them: start an origin once as postgres, which creates what is missing\)/),
+    );
+    expect(await triggers(db, "slim_edge_items")).toBe("1"); // only the TRUNCATE trigger: nothing was attempted
+
+    // What the refusal says: an origin started as the table's owner puts the trigger back (logging that
+    // everything changed), and the running one trusts its feed again.
+    const owner = await startOnPostgres(url, FAST);
+    expect(await triggers(db, "slim_edge_items")).toBe("2");
+    await until(() => app.feed.healthy, "the feed to be trusted again");
+    expect(lines).toContain("origin: change feed: changes reach the change log again");
+    expect(await postgres.pg.sql("SELECT count(*) FROM slim_edge_changes WHERE item_id = ''", db)).toBe("1");
+    await owner.close();
+  });
+
+  it("is left alone while running: an older trigger function (another version deploying beside this one), and a renamed items table (reported, not created empty)", async () => {
+    const url = await postgres.database();
+    const db = url.slice(url.lastIndexOf("/") + 1);
+    const lines: string[] = [];
+    const origin = await startOnPostgres(url, FAST, { log: (l) => lines.push(l) });
+    const stats = (origin.feed as PostgresChangeFeed).pollStats;
+    const twoChecks = async () => {
+      const from = stats.rechecks;
+      await until(() => stats.rechecks >= from + 2, "two more checks", 15_000);
+    };
+    await postgres.pg.sql(
+      `CREATE OR REPLACE FUNCTION public.slim_edge_record_change() RETURNS trigger LANGUAGE plpgsql
+         SECURITY DEFINER SET search_path FROM CURRENT AS $f$ BEGIN INSERT INTO public.slim_edge_changes (item_id) VALUES ('x'); RETURN NULL; END $f$`,
+      db,
+    );
+    const proconfig = "SELECT array_to_string(proconfig, ';') FROM pg_proc WHERE proname = 'slim_edge_record_change'";
+    const older = await postgres.pg.sql(proconfig, db);
+    await twoChecks();
+    expect(await postgres.pg.sql(proconfig, db)).toBe(older);
+    expect(origin.feed.healthy).toBe(true);
+
+    await postgres.pg.sql("ALTER TABLE slim_edge_items RENAME TO slim_edge_items_moved", db);
+    await until(() => !origin.feed.healthy, "the renamed table to be reported");
+    expect(lines).toContainEqual(expect.stringMatching(/changes no longer reach the change log \(missing the items table .*slim_edge_items.*, so changes are not logged: put back what was moved or renamed, or start an origin/));
+    await twoChecks();
+    expect(await postgres.pg.sql("SELECT to_regclass('slim_edge_items') IS NULL", db)).toBe("t");
+    await postgres.pg.sql("ALTER TABLE slim_edge_items_moved RENAME TO slim_edge_items", db);
+    await until(() => origin.feed.healthy, "the feed to be trusted again");
+    expect(lines.filter((l) => l.includes(EVERYTHING_CHANGED))).toEqual([]);
   });
 
   it("a user's table: a dropped trigger is reported with its fix, cached items are read again, and once feed:install has run every change arrives again", async () => {

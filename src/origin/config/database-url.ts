@@ -30,7 +30,7 @@ export function parseDatabaseUrl(raw: string, cwd: string, problems: ConfigProbl
       try {
         return sqlite(fileURLToPath(raw), cwd, problems);
       } catch (error) {
-        problems.push({ variable, message: `"${raw}" is not a usable file: URL (${(error as Error).message}); use file:///absolute/path.sqlite or a plain path.` });
+        problems.push({ variable, message: `"${redact(raw)}" is not a usable file: URL (${(error as Error).message}); use file:///absolute/path.sqlite or a plain path.` });
         return { kind: "sqlite", path: "" };
       }
     }
@@ -42,9 +42,10 @@ export function parseDatabaseUrl(raw: string, cwd: string, problems: ConfigProbl
       const slash = rest.indexOf("/", 2);
       const host = slash === -1 ? rest.slice(2) : rest.slice(2, slash);
       if (host !== "" && host !== "localhost") {
+        const shown = redact(`x://${host}`).slice("x://".length);
         problems.push({
           variable,
-          message: `"${raw}" names a host (${host}): SQLite is a local file; use sqlite:./relative/path.sqlite or sqlite:///absolute/path.sqlite, or postgres://${host}/… for PostgreSQL.`,
+          message: `"${redact(raw)}" names a host (${shown}): SQLite is a local file; use sqlite:./relative/path.sqlite or sqlite:///absolute/path.sqlite, or postgres://${shown}/… for PostgreSQL.`,
         });
         return { kind: "sqlite", path: "" };
       }
@@ -77,12 +78,13 @@ function postgres(raw: string, problems: ConfigProblem[]): DatabaseSpec {
 }
 
 /**
- * The URL with any password replaced, so errors and logs never carry it. A password written without
- * percent-encoding may hold `@` or `/` itself: everything up to the last `@` is masked, which may hide
- * more than the password (an `@` later in the URL) but never less.
+ * The URL with any password replaced, so errors and logs never carry it. A user or password written without
+ * percent-encoding may hold `@` (Azure's `user@server`) or `/` itself: everything from the first `:` after
+ * the user to the last `@` is masked, which may hide more than the password (an `@` later in the URL) but
+ * never less.
  */
 export function redact(raw: string): string {
-  return raw.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:]*):.*@/is, "$1:***@").replace(/([?&]password=)[^&#]*/gi, "$1***");
+  return raw.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/:]*):.*@/is, "$1:***@").replace(/([?&](?:ssl)?password=)[^&#]*/gi, "$1***");
 }
 
 /** The fix for a URL that does not parse, most often a password with a reserved character left as is. */

@@ -19,8 +19,14 @@ import { ChangeLogCursor, EVERYTHING_CHANGED, parseNotification, parseSnapshot, 
  * slows the polls, but the change log cannot be pruned past it (change-log-pruner.ts), so the log grows.
  */
 export const OLD_TRANSACTION_LOG_MS = 10 * 60_000;
-/** How often what feeds the change log is checked again, ms, unless the options say otherwise. */
-export const DEFAULT_RECHECK_MS = 5000;
+/**
+ * How often what feeds the change log is checked again, ms: about as soon as a silent feed would be
+ * distrusted (the staleness bound), but not more than once a second (a dozen catalog queries each time, per
+ * process) nor less than every 5 s.
+ */
+export function recheckInterval(staleBoundMs: number): number {
+  return Math.min(5000, Math.max(1000, staleBoundMs));
+}
 
 export interface PostgresFeedOptions extends PostgresOptions {
   /** How often the change log is polled, ms. */
@@ -31,8 +37,9 @@ export interface PostgresFeedOptions extends PostgresOptions {
   now?: () => number;
   /** The oldest open transaction is reported once it has held the snapshot's xmin this long, ms. */
   oldTransactionLogMs?: number;
-  /** Checks again what feeds the change log (store/postgres/prepare.ts recheckPostgres), every `recheckMs`. */
+  /** Checks again what feeds the change log (store/postgres/prepare.ts recheckPostgres), on a connection of its own. */
   recheck?: (sql: Sql) => Promise<SetupRecheck>;
+  /** Default: recheckInterval(staleBoundMs). */
   recheckMs?: number;
 }
 
@@ -49,13 +56,15 @@ export interface FeedPollStats {
   held: number;
   /** Changes whose handler threw (logged with the id; everything cached was dropped). */
   handlerFailures: number;
+  /** Checks of what feeds the change log completed while running (recheckPostgres). */
+  rechecks: number;
 }
 
 type PollRow = { snapshot: string; feed_id: string; pruned_below: string; seq: string | null; xid: string | null; item_id: string | null };
 
 export class PostgresChangeFeed implements ChangeFeed {
   readonly stats: ChangeFeedStats = { changes: 0, resets: 0, pollFailures: 0, listens: 0, ignored: 0 };
-  readonly pollStats: FeedPollStats = { polls: 0, rowsRead: 0, lastRows: 0, maxRows: 0, held: 0, handlerFailures: 0 };
+  readonly pollStats: FeedPollStats = { polls: 0, rowsRead: 0, lastRows: 0, maxRows: 0, held: 0, handlerFailures: 0, rechecks: 0 };
   readonly #options: PostgresFeedOptions;
   readonly #now: () => number;
   readonly #cursor = new ChangeLogCursor();
@@ -71,6 +80,9 @@ export class PostgresChangeFeed implements ChangeFeed {
   #failing = false;
   #closed = false;
   #recheckTimer: NodeJS.Timeout | undefined;
+  /** The rechecks' own connection: never holding up a poll, nor waiting behind one. */
+  #checker: Sql | undefined;
+  #recheckFailing = false;
   /** What the last recheck found missing: until it is fixed the feed is not trusted (see `healthy`). */
   #setupProblem: string | undefined;
   /** The oldest transaction open on the server (the last snapshot's xmin), since when, and whether it was logged. */
@@ -112,8 +124,10 @@ export class PostgresChangeFeed implements ChangeFeed {
       this.#recheckTimer = setInterval(() => {
         if (checking || this.#closed) return;
         checking = true;
-        void this.#recheck(recheck).finally(() => (checking = false));
-      }, recheckMs ?? DEFAULT_RECHECK_MS);
+        this.#recheck(recheck)
+          .catch((error: unknown) => this.#options.log(`origin: change feed: checking the change log's setup failed (${describe(error)})`))
+          .finally(() => (checking = false));
+      }, recheckMs ?? recheckInterval(this.#options.staleBoundMs));
       this.#recheckTimer.unref();
     }
   }
@@ -124,7 +138,7 @@ export class PostgresChangeFeed implements ChangeFeed {
     clearInterval(this.#recheckTimer);
     await this.#polling;
     // unlisten() does not stop delivery after a reconnect (postgres 3.4.9, measured): end the connections.
-    await Promise.all([this.#listener?.end({ timeout: 2 }), this.#poller?.end({ timeout: 2 })]);
+    await Promise.all([this.#listener?.end({ timeout: 2 }), this.#poller?.end({ timeout: 2 }), this.#checker?.end({ timeout: 2 })]);
   }
 
   #open(): Sql {
@@ -181,7 +195,9 @@ export class PostgresChangeFeed implements ChangeFeed {
       );
       if (this.#closed) return;
       // Every poll is joined to the feed table's one row: without it no poll could see a change.
-      if (rows.length === 0) throw new Error(`${FEED_TABLE} has lost its row; put it back (INSERT INTO ${FEED_TABLE} DEFAULT VALUES, or npm run feed:install as the change log's owner)`);
+      if (rows.length === 0) {
+        throw new Error(`${FEED_TABLE} has lost its row; an origin serving its own table puts it back within seconds, else run INSERT INTO ${FEED_TABLE} DEFAULT VALUES (or npm run feed:install) as the change log's owner`);
+      }
       const first = rows[0]!;
       const snapshot = parseSnapshot(first.snapshot);
       if (snapshot === undefined) throw new Error(`unexpected snapshot ${JSON.stringify(first.snapshot)}`);
@@ -258,14 +274,20 @@ export class PostgresChangeFeed implements ChangeFeed {
    * bound are read again), and then it drops every cached item.
    */
   async #recheck(recheck: (sql: Sql) => Promise<SetupRecheck>): Promise<void> {
+    const log = this.#options.log;
     let found: SetupRecheck;
     try {
-      found = await recheck(this.#poller!);
-    } catch {
-      return; // the server cannot be reached: the polls say so
+      this.#checker ??= this.#open();
+      found = await recheck(this.#checker);
+      this.#recheckFailing = false;
+    } catch (error) {
+      // A server that cannot be reached: the polls say so. Anything else, once.
+      if (!(error instanceof StoreUnavailableError) && !this.#recheckFailing) log(`origin: change feed: cannot check the change log's setup (${describe(error)})`);
+      this.#recheckFailing = true;
+      return;
     }
     if (this.#closed) return;
-    const log = this.#options.log;
+    this.pollStats.rechecks++;
     // The repair logged "everything changed": every instance's feed drops its cache when it reads that.
     if (found.repaired !== undefined) log(`origin: change feed: ${found.repaired} had gone (dropped?) and were created again`);
     if (found.problem !== undefined) {

@@ -78,20 +78,22 @@ export class OwnedTableStore implements ItemStore {
     const sql = this.#sql;
     const t = sql(ITEMS_TABLE);
     const bytes = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+    // Read once: a new epoch drawn while this write waits must not name a version written under the old one.
+    const epoch = this.#epoch;
     let statement: PendingQuery<Written[]>;
     if (condition === undefined) {
       statement = sql<Written[]>`
-        INSERT INTO ${t} (id, version, epoch, body) VALUES (${id}, 1, ${this.#epoch}, ${bytes})
+        INSERT INTO ${t} (id, version, epoch, body) VALUES (${id}, 1, ${epoch}, ${bytes})
         ON CONFLICT (id) DO UPDATE SET version = ${t}.version + 1, epoch = excluded.epoch, body = excluded.body
         RETURNING version, pg_current_xact_id()::text AS xid`;
     } else if (condition.ifMatch !== undefined) {
       statement = sql<Written[]>`
-        UPDATE ${t} SET version = version + 1, epoch = ${this.#epoch}, body = ${bytes}
+        UPDATE ${t} SET version = version + 1, epoch = ${epoch}, body = ${bytes}
         WHERE id = ${id} AND body IS NOT NULL AND ${this.#holds(ITEMS_TABLE, condition)}
         RETURNING version, pg_current_xact_id()::text AS xid`;
     } else {
       statement = sql<Written[]>`
-        INSERT INTO ${t} (id, version, epoch, body) VALUES (${id}, 1, ${this.#epoch}, ${bytes})
+        INSERT INTO ${t} (id, version, epoch, body) VALUES (${id}, 1, ${epoch}, ${bytes})
         ON CONFLICT (id) DO UPDATE SET version = ${t}.version + 1, epoch = excluded.epoch, body = excluded.body
         WHERE ${t}.body IS NULL OR ${this.#holds(ITEMS_TABLE, condition)}
         RETURNING version, pg_current_xact_id()::text AS xid`;
@@ -99,7 +101,7 @@ export class OwnedTableStore implements ItemStore {
     const rows = await withDeadline(statement, this.#timeoutMs, `writing item ${id}`);
     if (rows.length === 0) throw new PreconditionFailedError(id);
     const row = rows[0]!;
-    return { etag: etagFor(this.#epoch, Number(row.version)), transaction: BigInt(row.xid) };
+    return { etag: etagFor(epoch, Number(row.version)), transaction: BigInt(row.xid) };
   }
 
   /**

@@ -94,33 +94,59 @@ export interface SetupRecheck {
 }
 
 /**
- * What the change feed depends on (the log, its function, the triggers, the table), checked again while the
- * origin runs: a trigger dropped or disabled, or the table swapped for one without it, would otherwise go
- * unnoticed until the next start while no change reaches any cache. The origin's own table gets what is
- * missing created again, as at start; a user's table, the problem as its refusal at start names it. A
- * store that cannot be reached rejects (the feed's polls already say so).
+ * What the change feed depends on, checked again while the origin runs: a trigger dropped or disabled, or the
+ * table swapped for one without it, would otherwise go unnoticed until the next start while no change
+ * reaches any cache. Only what decides whether changes are logged is looked at (a revoked privilege shows in
+ * the answers and /healthz). On the origin's own table the triggers and the feed's row are created again
+ * when this role may (changesMissed logs "everything changed" with them); anything else gone (the table, the
+ * log, the function) is reported, never created empty while running, and an older function is left to the
+ * next start (two versions deploying side by side would replace each other's). Each statement is bounded by
+ * `timeoutMs`; a store that cannot be reached rejects.
  */
-export async function recheckPostgres(sql: Sql, userTable: UserTableSpec | undefined): Promise<SetupRecheck> {
+export async function recheckPostgres(sql: Sql, userTable: UserTableSpec | undefined, timeoutMs: number): Promise<SetupRecheck> {
   const [row] = await sql<{ role: string }[]>`SELECT current_user AS role`;
   const role = row!.role;
   try {
-    if (userTable === undefined) {
-      return await sql.begin(async (tx) => {
-        const { schema, created } = await ensureOwnedSchema(tx, role);
-        if (created.length === 0) return {};
-        // Changes made while it was missing were never logged: "everything changed", in the same transaction,
-        // tells every instance's feed to drop its cache and the purge leader to purge the edge wide.
-        await tx.unsafe(`INSERT INTO ${qualify(schema, CHANGES_TABLE)} (item_id) VALUES ('')`);
-        return { repaired: created.join(", ") };
-      });
-    }
-    await sql.begin((tx) => inspectUserTable(tx, userTable, role));
-    return {};
+    return await sql.begin(async (tx) => {
+      await tx.unsafe(`SET LOCAL statement_timeout = ${Math.ceil(timeoutMs)}; SET LOCAL lock_timeout = ${Math.ceil(timeoutMs)}`);
+      if (userTable !== undefined) {
+        const relation = await resolveItemsTable(tx, userTable, role);
+        const logSchema = await checkChangeLog(tx, relation, userTable, role, undefined);
+        await checkTriggers(tx, relation, userTable, logSchema, undefined);
+        return {};
+      }
+      return recheckOwned(tx, role);
+    });
   } catch (error) {
     const problem = setupProblem(error, role);
     if (problem instanceof ConfigError) return { problem: problem.problems.map((p) => `${p.variable}: ${p.message}`).join("; ") };
     throw problem;
   }
+}
+
+async function recheckOwned(tx: Tx, role: string): Promise<SetupRecheck> {
+  let plan = await ownedPlan(tx, role);
+  const gone = (p: typeof plan) => p.missing.filter((m) => m.kind !== "outdated");
+  if (gone(plan).length === 0) return {};
+  const unrepairable = gone(plan).filter((m) => m.kind !== "triggers" && m.kind !== "row");
+  if (unrepairable.length > 0) {
+    return { problem: `missing ${unrepairable.map((m) => m.what).join(", ")}, so changes are not logged: put back what was moved or renamed, or start an origin, which creates what is missing (empty)` };
+  }
+  const [may] = await tx<{ owner: string; triggers: boolean; row: boolean; log: boolean }[]>`
+    SELECT pg_get_userbyid(c.relowner) AS owner, pg_has_role(c.relowner, 'USAGE') AS triggers,
+      has_table_privilege(${qualify(plan.schema, FEED_TABLE)}, 'INSERT') AS row, has_table_privilege(${qualify(plan.schema, CHANGES_TABLE)}, 'INSERT') AS log
+    FROM pg_class c WHERE c.oid = ${plan.itemsOid}::oid`;
+  const kinds = new Set(gone(plan).map((m) => m.kind));
+  if (!may!.log || (kinds.has("triggers") && !may!.triggers) || (kinds.has("row") && !may!.row)) {
+    return { problem: `missing ${gone(plan).map((m) => m.what).join(", ")}, so changes are not logged, and role ${role} may not create them: start an origin once as ${may!.owner}, which creates what is missing` };
+  }
+  // As at start: one instance at a time, looking again once it holds the lock (another may have repaired it).
+  await tx.unsafe(SCHEMA_LOCK);
+  plan = await ownedPlan(tx, role);
+  const repair = gone(plan);
+  if (repair.length === 0 || repair.some((m) => m.kind !== "triggers" && m.kind !== "row")) return {};
+  await tx.unsafe(repair.map((m) => m.sql).join("") + everythingChangedSql(plan.schema));
+  return { repaired: repair.map((m) => m.what).join(", ") };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -232,7 +258,15 @@ export const SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(hashtext('slim_edge_sch
 const OWNED_PRIVILEGES: readonly (readonly [string, readonly string[]])[] = [[ITEMS_TABLE, ["SELECT", "INSERT", "UPDATE"]], ...LOG_PRIVILEGES];
 
 /** What is missing of the origin's own tables, as the SQL that creates it and a phrase that names it. */
-async function ownedPlan(tx: Tx, role: string): Promise<{ schema: string; items: string; missing: { what: string; sql: string; owner?: string }[] }> {
+/** One part of the origin's own schema that is not there (or, for the function, outdated). */
+interface Missing {
+  kind: "log" | "feed" | "row" | "function" | "outdated" | "items" | "triggers";
+  what: string;
+  sql: string;
+  owner?: string;
+}
+
+async function ownedPlan(tx: Tx, role: string): Promise<{ schema: string; items: string; itemsOid: string | null; missing: Missing[] }> {
   const [found] = await tx<{ current: string | null; itemsSchema: string | null; items: string | null }[]>`
     SELECT current_schema() AS current, to_regclass(${ITEMS_TABLE})::oid::text AS items,
       (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass(${ITEMS_TABLE})) AS "itemsSchema"`;
@@ -243,27 +277,28 @@ async function ownedPlan(tx: Tx, role: string): Promise<{ schema: string; items:
   if (schema === null) {
     throw refused("DATABASE_URL", `no schema on the search_path of role ${role} exists, so the origin's tables have nowhere to go: create one, or set the role's search_path (ALTER ROLE ${quoteIdent(role)} SET search_path = public).`);
   }
-  const missing: { what: string; sql: string; owner?: string }[] = [];
-  if (log.schema === undefined) missing.push({ what: `the change log ${qualify(schema, CHANGES_TABLE)}`, sql: changeLogSql(schema) });
+  const missing: Missing[] = [];
+  if (log.schema === undefined) missing.push({ kind: "log", what: `the change log ${qualify(schema, CHANGES_TABLE)}`, sql: changeLogSql(schema) });
   const feed = qualify(schema, FEED_TABLE);
   const [feedState] = await tx<{ table: boolean; readable: boolean }[]>`
     SELECT to_regclass(${feed}) IS NOT NULL AS table, to_regclass(${feed}) IS NOT NULL AND has_table_privilege(to_regclass(${feed}), 'SELECT') AS readable`;
-  if (!feedState!.table) missing.push({ what: `the feed table ${feed}`, sql: feedTableSql(schema) });
+  if (!feedState!.table) missing.push({ kind: "feed", what: `the feed table ${feed}`, sql: feedTableSql(schema) });
   // (One this role may not read is reported with the privileges below.)
-  else if (feedState!.readable && (await tx.unsafe(`SELECT 1 FROM ${feed}`)).length === 0) missing.push({ what: `the row of ${feed}`, sql: feedRowSql(schema) });
+  else if (feedState!.readable && (await tx.unsafe(`SELECT 1 FROM ${feed}`)).length === 0) missing.push({ kind: "row", what: `the row of ${feed}`, sql: feedRowSql(schema) });
   const fn = await functionState(tx, schema);
   if (fn.state !== "current") {
     missing.push({
+      kind: fn.state === "missing" ? "function" : "outdated",
       what: fn.state === "missing" ? `the function ${qualify(schema, TRIGGER_FUNCTION)}` : `a new version of ${qualify(schema, TRIGGER_FUNCTION)} (the installed one's search_path lets any writer of the table run code as its owner)`,
       sql: functionSql(schema),
       ...(fn.owner === undefined ? {} : { owner: fn.owner }),
     });
   }
   const items = found!.items === null ? qualify(schema, ITEMS_TABLE) : qualify(found!.itemsSchema!, ITEMS_TABLE);
-  if (found!.items === null) missing.push({ what: `the items table ${items}`, sql: ownedTableSql(schema) });
+  if (found!.items === null) missing.push({ kind: "items", what: `the items table ${items}`, sql: ownedTableSql(schema) });
   const problem = found!.items === null ? "missing" : await triggerProblem(tx, found!.items, schema, (column) => (column === "id" ? undefined : `records ${column}`));
-  if (problem !== undefined) missing.push({ what: `the triggers on ${items}`, sql: triggerSql(items, "id", schema) });
-  return { schema, items, missing };
+  if (problem !== undefined) missing.push({ kind: "triggers", what: `the triggers on ${items}`, sql: triggerSql(items, "id", schema) });
+  return { schema, items, itemsOid: found!.items, missing };
 }
 
 /** Creates what is missing of the origin's own tables; returns what it created, and in which schema. */
@@ -278,6 +313,7 @@ async function ensureOwnedSchema(tx: Tx, role: string): Promise<{ schema: string
     if (plan.missing.length > 0) {
       try {
         await tx.unsafe(plan.missing.map((m) => m.sql).join(""));
+        if (await changesMissed(tx, plan)) await tx.unsafe(everythingChangedSql(plan.schema));
       } catch (error) {
         throw createProblem(error, plan, role);
       }
@@ -289,6 +325,22 @@ async function ensureOwnedSchema(tx: Tx, role: string): Promise<{ schema: string
     throw refused("DATABASE_URL", `role ${role} may not ${lacking.map(([p, r]) => `${p} ${r}`).join("; ")}, which the origin needs: as their owner, run \`${grants(lacking, role)}\`.`);
   }
   return { schema: plan.schema, created };
+}
+
+/**
+ * Whether changes may have gone unlogged: the triggers (or the feed's row) of an items table and a log that
+ * were already there are missing. Then "everything changed" is logged with the repair, so every instance
+ * drops its cache and the purge leader purges the edge wide (if this role may write the log).
+ */
+async function changesMissed(tx: Tx, plan: { schema: string; missing: Missing[] }): Promise<boolean> {
+  const kinds = new Set(plan.missing.map((m) => m.kind));
+  if (kinds.has("items") || kinds.has("log") || !(kinds.has("triggers") || kinds.has("row"))) return false;
+  const [row] = await tx<{ ok: boolean }[]>`SELECT has_table_privilege(${qualify(plan.schema, CHANGES_TABLE)}, 'INSERT') AS ok`;
+  return row!.ok;
+}
+
+function everythingChangedSql(schema: string): string {
+  return `INSERT INTO ${qualify(schema, CHANGES_TABLE)} (item_id) VALUES ('');\n`;
 }
 
 function createProblem(error: unknown, plan: { schema: string; missing: { what: string; owner?: string }[] }, role: string): Error {

@@ -1,15 +1,17 @@
 // `npm run bench:origin -- --memory-floor`: what a few reads of memory no cache holds cost an answer, on this
-// machine, as a ratio. The same origin (1,000 entries cached, every answer a 304 from the cache, uniform ids)
-// runs once per variant with bench/origin/random-reads.ts loaded, which makes 0, 1, 2 or 3 dependent random
-// reads in 1.7 GiB (what 5M cached entries occupy) before each answer. It bounds what any cache layout can
-// reach at 5M entries with ids spread over all of them: each hit must read at least its entry's location
-// from memory no cache holds, and a 200 also the entry found there (issue 12's targets; docs/benchmarks.md).
+// machine, as a ratio. One origin (1,000 entries cached, every answer a 304 from the cache, uniform ids) with
+// bench/origin/random-reads.ts loaded, which makes 0, 1, 2 or 3 dependent random reads in 1,700 MiB (about
+// what the 5M-entry origin holds) before each answer; the benchmark switches it from one count to the next
+// between runs, so every variant is the same process (heap, compiled code, ballast) and only the reads
+// differ. Listing a count twice (`--reads 0,0,1`) measures the rounds' own noise. It bounds what any cache
+// layout can reach at 5M entries with ids spread over all of them: each hit must read at least its entry's
+// location from memory no cache holds (issue 12's targets; docs/benchmarks.md).
 //
 //   node bench/origin.ts --memory-floor [--reads 0,1,2,3] [--ballast-mib 1700] [--items 1000] [--rounds 15]
 //                        [--duration S (1)] [--warmup S] [--connections N] [--json FILE]
 
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
+import { availableParallelism, cpus, freemem, loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -51,6 +53,9 @@ if (readCounts.some((n) => !Number.isInteger(n) || n < 0 || n > 64) || readCount
   usage(`--reads must list whole numbers from 0 to 64, starting with 0 (the baseline), got ${JSON.stringify(args.reads)}`);
 }
 const ballastMib = positive("ballast-mib");
+// The ballast must stay in memory: swapped out, a read would cost a disk access, not a cache miss.
+const spareMib = (freemem() - 2 * 2 ** 30) / 2 ** 20;
+if (ballastMib > spareMib) usage(`--ballast-mib ${ballastMib} does not fit in this machine's free memory with 2 GiB to spare (${Math.max(0, Math.floor(spareMib))} MiB)`);
 const items = Math.floor(positive("items"));
 const rounds = Math.floor(positive("rounds"));
 const durationMs = positive("duration") * 1000;
@@ -63,13 +68,11 @@ children.onCleanup(() => rmSync(dir, { recursive: true, force: true }));
 
 interface Variant {
   reads: number;
-  port: number;
-  pid: number;
-  etag: string;
   runs: LoadResult[];
 }
 
-async function startVariant(reads: number): Promise<Variant> {
+/** The origin, with every variant's read count; `switchTo(i)` makes variant i apply before it resolves. */
+async function startOrigin(): Promise<{ port: number; pid: number; etag: string; switchTo(variant: number): Promise<void> }> {
   const child = children.launch({
     role: "server",
     script: MAIN,
@@ -78,9 +81,9 @@ async function startVariant(reads: number): Promise<Variant> {
     env: {
       PORT: "0",
       METRICS_PORT: "0",
-      DATABASE_URL: join(dir, `reads-${reads}.sqlite`),
+      DATABASE_URL: join(dir, "items.sqlite"),
       ORIGIN_TOKEN: TOKEN,
-      BENCH_RANDOM_READS: String(reads),
+      BENCH_RANDOM_READS: readCounts.join(","),
       BENCH_BALLAST_MIB: String(ballastMib),
     },
   });
@@ -90,7 +93,21 @@ async function startVariant(reads: number): Promise<Variant> {
   // Every seeded item is version 1 of the seeding session: one ETag fits them all.
   const etag = /\r\nETag: ("[^"\r]+")\r\n/.exec(warm.sampleResponse)?.[1];
   if (etag === undefined) throw new Error(`warm-up response without an ETag: ${JSON.stringify(warm.sampleResponse)}`);
-  return { reads, port: Number(port), pid: child.pid!, etag, runs: [] };
+  let current = 0;
+  return {
+    port: Number(port),
+    pid: child.pid!,
+    etag,
+    async switchTo(variant) {
+      while (current !== variant) {
+        const next = (current + 1) % readCounts.length;
+        const applied = waitForLine(child, new RegExp(`^random reads: ${readCounts[next]}$`, "m"));
+        child.kill("SIGUSR2");
+        await applied;
+        current = next;
+      }
+    },
+  };
 }
 
 const base: Omit<LoadSpec, "port" | "mode"> = {
@@ -106,14 +123,16 @@ const base: Omit<LoadSpec, "port" | "mode"> = {
 async function main(): Promise<void> {
   const started = performance.now();
   const startLoad = loadavg();
-  process.stderr.write(`bench:origin --memory-floor: ${readCounts.length} origins with ${items} items, ${ballastMib} MiB of ballast each (${children.pinning})\n`);
-  const variants: Variant[] = [];
-  for (const reads of readCounts) variants.push(await startVariant(reads));
+  process.stderr.write(`bench:origin --memory-floor: one origin with ${items} items and ${ballastMib} MiB of ballast, ${readCounts.length} variants (${children.pinning})\n`);
+  const origin = await startOrigin();
+  const variants: Variant[] = readCounts.map((reads) => ({ reads, runs: [] }));
   for (let round = 0; round < rounds; round++) {
     // Rotated each round so drift (thermal, noisy neighbours) favours no variant.
     for (let i = 0; i < variants.length; i++) {
-      const v = variants[(i + round) % variants.length]!;
-      const r = await children.loadgen({ ...base, port: v.port, mode: "304", ifNoneMatch: v.etag, ids: { kind: "uniform", first: 1, count: items }, serverPid: v.pid });
+      const index = (i + round) % variants.length;
+      const v = variants[index]!;
+      await origin.switchTo(index);
+      const r = await children.loadgen({ ...base, port: origin.port, mode: "304", ifNoneMatch: origin.etag, ids: { kind: "uniform", first: 1, count: items }, serverPid: origin.pid });
       if (r.errors > 0 || Object.keys(r.statuses).some((s) => s !== "304")) throw new Error(`${v.reads} reads: ${r.errors} errors, statuses ${JSON.stringify(r.statuses)}`);
       v.runs.push(r);
       process.stderr.write(`  round ${round + 1}, ${v.reads} reads: ${r.rps.toFixed(0)} req/s, p99 ${r.p99us.toFixed(0)} µs\n`);
@@ -121,13 +140,15 @@ async function main(): Promise<void> {
   }
   const baseline = variants[0]!;
   const cpuUs = (r: LoadResult) => (r.serverCpu === null ? Number.NaN : (r.serverCpu * r.seconds * 1e6) / r.requests);
-  const rows = variants.map((v) => {
+  const rows = variants.map((v, index) => {
     const rps = pairedRatios(v.runs.map((r) => r.rps), baseline.runs.map((r) => r.rps));
     const p99 = pairedRatios(v.runs.map((r) => r.p99us), baseline.runs.map((r) => r.p99us));
     // When the load generator, not the server, sets the pace, req/s hides what the reads cost: CPU per answer shows it.
     const cpu = pairedRatios(v.runs.map(cpuUs), baseline.runs.map(cpuUs));
     return {
       reads: v.reads,
+      // A count listed twice is an A/A pair: how far two runs of one variant disagree.
+      label: readCounts.indexOf(v.reads) === index ? String(v.reads) : `${v.reads} (again)`,
       rps: median(v.runs.map((r) => r.rps)),
       rpsRatio: median(rps),
       rpsQuartiles: quartiles(rps),
@@ -141,7 +162,7 @@ async function main(): Promise<void> {
   });
   const x = (n: number) => `${n.toFixed(2)}×`;
   const lines = [
-    `memory floor: the origin with ${items} entries cached, 304s for uniform ids, and N dependent random reads in ${ballastMib} MiB before each answer`,
+    `memory floor: one origin with ${items} entries cached, 304s for uniform ids, and N dependent random reads in ${ballastMib} MiB before each answer`,
     `${rounds} interleaved rounds × ${durationMs / 1000} s, ${connections} connections, no pipelining; node ${process.version}, ${availableParallelism()} × ${cpus()[0]?.model ?? "unknown CPU"}; ` +
       `${children.pinning}; load average at start ${startLoad.map((l) => l.toFixed(2)).join(" ")}`,
     "",
@@ -149,7 +170,7 @@ async function main(): Promise<void> {
     "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ...rows.map(
       (r) =>
-        `| ${r.reads} | ${r.rps.toFixed(0)} | ${x(r.rpsRatio)} (${r.rpsQuartiles.map((q) => q.toFixed(2)).join("-")}) | ${r.p99us.toFixed(0)} | ${x(r.p99Ratio)} | ` +
+        `| ${r.label} | ${r.rps.toFixed(0)} | ${x(r.rpsRatio)} (${r.rpsQuartiles.map((q) => q.toFixed(2)).join("-")}) | ${r.p99us.toFixed(0)} | ${x(r.p99Ratio)} | ` +
         `${r.cpuUsPerRequest.toFixed(1)} | ${x(r.cpuRatio)} | ${(r.serverCpu * 100).toFixed(0)}% / ${(r.loadgenCpu * 100).toFixed(0)}% |`,
     ),
     "",

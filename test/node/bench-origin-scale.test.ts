@@ -341,4 +341,9 @@ describe("--memory-floor", () => {
     const run = spawnSync(process.execPath, ["bench/origin.ts", "--memory-floor", ...args], { cwd: ROOT, encoding: "utf8" });
     expect([run.status, run.stderr]).toEqual([2, `bench:origin --memory-floor: ${message}\n`]);
   });
+
+  it("refuses a ballast the machine's free memory cannot hold (swapped out, a read would cost a disk access)", () => {
+    const run = spawnSync(process.execPath, ["bench/origin.ts", "--memory-floor", "--ballast-mib", "1e12"], { cwd: ROOT, encoding: "utf8" });
+    expect([run.status, run.stderr]).toEqual([2, expect.stringMatching(/^bench:origin --memory-floor: --ballast-mib 1000000000000 does not fit in this machine's free memory with 2 GiB to spare \(\d+ MiB\)\n$/)]);
+  });
 });

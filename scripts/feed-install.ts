@@ -174,19 +174,23 @@ async function grants(tx: TransactionSql, relation: { sql: string; schema: strin
   // No log yet (this install creates it, as this role) or one of this role's own: grant it all.
   if (owner === undefined || owner.mine) return grantSql(relation.sql, relation.schema, schema, role);
   const lacking: string[] = [];
-  const [usage] = await tx<{ ok: boolean }[]>`SELECT has_schema_privilege(${role}, ${schema}, 'USAGE') AS ok`;
-  if (!usage!.ok) lacking.push(`GRANT USAGE ON SCHEMA ${quoteIdent(schema)} TO ${quoteIdent(role)};`);
   for (const [name, privileges] of LOG_PRIVILEGES) {
     const missing: string[] = [];
     for (const privilege of privileges) {
-      const [held] = await tx<{ ok: boolean }[]>`SELECT has_table_privilege(${role}, ${qualify(schema, name)}, ${privilege}) AS ok`;
+      // A table of the log that is not there yet (this run creates it) is granted nothing yet either.
+      const [held] = await tx<{ ok: boolean }[]>`
+        SELECT to_regclass(${qualify(schema, name)}) IS NOT NULL AND has_table_privilege(${role}, to_regclass(${qualify(schema, name)}), ${privilege}) AS ok`;
       if (!held!.ok) missing.push(privilege);
     }
     if (missing.length > 0) lacking.push(`GRANT ${missing.join(", ")} ON ${qualify(schema, name)} TO ${quoteIdent(role)};`);
   }
-  if (lacking.length > 0) {
-    throw new Refusal(`--grant-to ${shellWord(role)}: the change log ${log} belongs to ${owner.name}, who alone can grant on it: as ${owner.name}, run \`${lacking.join(" ")}\`, then run this again`);
-  }
+  const [usage] = await tx<{ ok: boolean; owner: string }[]>`
+    SELECT has_schema_privilege(${role}, ${schema}, 'USAGE') AS ok, pg_get_userbyid(nspowner) AS owner FROM pg_namespace WHERE nspname = ${schema}`;
+  const fixes = [
+    ...(lacking.length > 0 ? [`as ${owner.name}, who owns the change log ${log}, run \`${lacking.join(" ")}\``] : []),
+    ...(usage!.ok ? [] : [`as ${usage!.owner}, who owns its schema, run \`GRANT USAGE ON SCHEMA ${quoteIdent(schema)} TO ${quoteIdent(role)};\``]),
+  ];
+  if (fixes.length > 0) throw new Refusal(`--grant-to ${shellWord(role)}: only their owners can grant what it needs on the change log: ${fixes.join("; ")}; then run this again`);
   return grantSql(relation.sql, relation.schema, schema, role, false);
 }
 

@@ -297,7 +297,7 @@ describe("feed:install's refusals: exit 2, a message that names the fix, and not
     expect(ungranted).toEqual({
       code: 2,
       out: expect.stringMatching(
-        /^feed:install: --grant-to setup_origin: the change log "public"\."slim_edge_changes" belongs to postgres, who alone can grant on it: as postgres, run `GRANT SELECT, UPDATE, DELETE ON "public"\."slim_edge_changes" TO "setup_origin"; GRANT SELECT, UPDATE ON "public"\."slim_edge_feed" TO "setup_origin";`, then run this again/,
+        /^feed:install: --grant-to setup_origin: only their owners can grant what it needs on the change log: as postgres, who owns the change log "public"\."slim_edge_changes", run `GRANT SELECT, UPDATE, DELETE ON "public"\."slim_edge_changes" TO "setup_origin"; GRANT SELECT, UPDATE ON "public"\."slim_edge_feed" TO "setup_origin";`; then run this again/,
       ),
     });
     expect(await postgres.pg.sql("SELECT has_table_privilege('setup_origin', 'their_items', 'SELECT')", db)).toBe("f");

@@ -37,10 +37,11 @@ export interface PostgresFeedOptions extends PostgresOptions {
   now?: () => number;
   /** The oldest open transaction is reported once it has held the snapshot's xmin this long, ms. */
   oldTransactionLogMs?: number;
-  /** Checks again what feeds the change log (store/postgres/prepare.ts recheckPostgres), on a connection of its own. */
+  /**
+   * Checks again what feeds the change log (store/postgres/prepare.ts recheckPostgres), every
+   * recheckInterval(staleBoundMs), on a connection of its own.
+   */
   recheck?: (sql: Sql) => Promise<SetupRecheck>;
-  /** Default: recheckInterval(staleBoundMs). */
-  recheckMs?: number;
 }
 
 /** What the polls did, for tests and diagnosis: the work of a poll is the rows it read. */
@@ -118,7 +119,7 @@ export class PostgresChangeFeed implements ChangeFeed {
     if (!this.healthy) throw new Error("the first poll of the change log failed (see the log line above)");
     this.#timer = setInterval(() => this.#poll(), this.#options.pollMs);
     this.#timer.unref();
-    const { recheck, recheckMs } = this.#options;
+    const { recheck } = this.#options;
     if (recheck !== undefined) {
       let checking = false;
       this.#recheckTimer = setInterval(() => {
@@ -127,7 +128,7 @@ export class PostgresChangeFeed implements ChangeFeed {
         this.#recheck(recheck)
           .catch((error: unknown) => this.#options.log(`origin: change feed: checking the change log's setup failed (${describe(error)})`))
           .finally(() => (checking = false));
-      }, recheckMs ?? recheckInterval(this.#options.staleBoundMs));
+      }, recheckInterval(this.#options.staleBoundMs));
       this.#recheckTimer.unref();
     }
   }
@@ -268,10 +269,11 @@ export class PostgresChangeFeed implements ChangeFeed {
   }
 
   /**
-   * A change made while a trigger was missing was never logged. The origin's own table gets it back at once,
-   * with "everything changed" logged for every instance (recheckPostgres). A user's table waits for
-   * feed:install: until then this instance does not trust its feed (cached items older than the staleness
-   * bound are read again), and then it drops every cached item.
+   * A change made while a trigger was missing was never logged. What recheckPostgres repairs (the origin's
+   * own triggers or feed row) comes with "everything changed" logged for every instance. What it only
+   * reports (a user's table, whose fix is feed:install; anything it may not or will not create) leaves this
+   * instance distrusting its feed (cached items older than the staleness bound are read again) until a check
+   * finds it fixed; then it drops every cached item.
    */
   async #recheck(recheck: (sql: Sql) => Promise<SetupRecheck>): Promise<void> {
     const log = this.#options.log;

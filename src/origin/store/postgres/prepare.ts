@@ -257,7 +257,6 @@ export const SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(hashtext('slim_edge_sch
 /** What the origin does with its own tables: read and write items, read the log, mark it purged, prune it. */
 const OWNED_PRIVILEGES: readonly (readonly [string, readonly string[]])[] = [[ITEMS_TABLE, ["SELECT", "INSERT", "UPDATE"]], ...LOG_PRIVILEGES];
 
-/** What is missing of the origin's own tables, as the SQL that creates it and a phrase that names it. */
 /** One part of the origin's own schema that is not there (or, for the function, outdated). */
 interface Missing {
   kind: "log" | "feed" | "row" | "function" | "outdated" | "items" | "triggers";
@@ -266,6 +265,7 @@ interface Missing {
   owner?: string;
 }
 
+/** What is missing of the origin's own tables, as the SQL that creates it and a phrase that names it. */
 async function ownedPlan(tx: Tx, role: string): Promise<{ schema: string; items: string; itemsOid: string | null; missing: Missing[] }> {
   const [found] = await tx<{ current: string | null; itemsSchema: string | null; items: string | null }[]>`
     SELECT current_schema() AS current, to_regclass(${ITEMS_TABLE})::oid::text AS items,
@@ -301,10 +301,8 @@ async function ownedPlan(tx: Tx, role: string): Promise<{ schema: string; items:
   return { schema, items, itemsOid: found!.items, missing };
 }
 
-/** Creates what is missing of the origin's own tables; returns what it created, and in which schema. */
-async function ensureOwnedSchema(tx: Tx, role: string): Promise<{ schema: string; created: string[] }> {
+async function ensureOwnedSchema(tx: Tx, role: string): Promise<void> {
   let plan = await ownedPlan(tx, role);
-  let created: string[] = [];
   if (plan.missing.length > 0) {
     // Instances starting together would race on CREATE ... IF NOT EXISTS (it is not atomic): one at a
     // time, each looking again once it holds the lock.
@@ -317,14 +315,12 @@ async function ensureOwnedSchema(tx: Tx, role: string): Promise<{ schema: string
       } catch (error) {
         throw createProblem(error, plan, role);
       }
-      created = plan.missing.map((m) => m.what);
     }
   }
   const lacking = await missingPrivileges(tx, OWNED_PRIVILEGES.map(([table, privileges]) => [table === ITEMS_TABLE ? plan.items : qualify(plan.schema, table), privileges]));
   if (lacking.length > 0) {
     throw refused("DATABASE_URL", `role ${role} may not ${lacking.map(([p, r]) => `${p} ${r}`).join("; ")}, which the origin needs: as their owner, run \`${grants(lacking, role)}\`.`);
   }
-  return { schema: plan.schema, created };
 }
 
 /**

@@ -135,6 +135,14 @@ async function install(tx: TransactionSql): Promise<{ table: string; schema: str
     throw new Refusal(`the change log is already in schema ${log.schema} (${qualify(log.schema, CHANGES_TABLE)}), where the origin finds it: there is one per database; drop --schema or pass --schema ${shellWord(log.schema)}`);
   }
   const schema = log.schema ?? schemaOption ?? DEFAULT_LOG_SCHEMA;
+  if (log.elsewhere.includes(schema)) {
+    // Off the search_path, or without USAGE: every query naming the log would fail with "permission denied".
+    const [usage] = await tx<{ ok: boolean; owner: string; me: string }[]>`
+      SELECT has_schema_privilege(${schema}, 'USAGE') AS ok, pg_get_userbyid(nspowner) AS owner, current_user AS me FROM pg_namespace WHERE nspname = ${schema}`;
+    if (!usage!.ok) {
+      throw new Refusal(`the change log is in schema ${schema}, on which this role has no USAGE: as ${usage!.owner}, who owns it, run \`GRANT USAGE ON SCHEMA ${quoteIdent(schema)} TO ${quoteIdent(usage!.me)};\`, then run this again`);
+    }
+  }
   const statements: string[] = [];
   const feed = qualify(schema, FEED_TABLE);
   const [found] = await tx<{ log: boolean; feed: boolean; feedReadable: boolean }[]>`

@@ -258,6 +258,15 @@ describe("feed:install's refusals: exit 2, a message that names the fix, and not
     await postgres.pg.sql("INSERT INTO second_items VALUES ('s-1')", db);
     expect(await postgres.pg.sql("SELECT string_agg(item_id, ',') FROM feed.slim_edge_changes", db)).toBe("s-1");
 
+    // A table's owner without USAGE on that schema is told who may grant it, not to run this as the owner.
+    await role("setup_hidden", db);
+    await postgres.pg.sql("CREATE TABLE third_items (id text PRIMARY KEY); ALTER TABLE third_items OWNER TO setup_hidden; GRANT CREATE ON SCHEMA public TO setup_hidden;", db);
+    expect(await feedInstall(as(url, "setup_hidden"), ["--table", "third_items", "--schema", "feed"])).toEqual({
+      code: 2,
+      out: expect.stringMatching(/^feed:install: the change log is in schema feed, on which this role has no USAGE: as postgres, who owns it, run `GRANT USAGE ON SCHEMA "feed" TO "setup_hidden";`, then run this again/),
+    });
+    expect(await triggersOn(db, "third_items")).toBe("0");
+
     // The origin's role does not see that schema either: refused with what this role itself can run.
     const unseen = await refusal(url, spec("second_items"));
     expect(unseen).toEqual({

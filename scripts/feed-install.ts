@@ -10,8 +10,8 @@
 
 import { parseArgs } from "node:util";
 import postgres, { type TransactionSql } from "postgres";
-import { redact, URL_SYNTAX_HINT } from "../src/origin/config/database-url.ts";
-import { ConfigError } from "../src/shared/config/config-error.ts";
+import { parseDatabaseUrl, redact } from "../src/origin/config/database-url.ts";
+import { ConfigError, type ConfigProblem } from "../src/shared/config/config-error.ts";
 import { columnsOf, connectProblem, findChangeLog, functionState, resolveRelation, sameButCase, SCHEMA_LOCK, viewReads } from "../src/origin/store/postgres/prepare.ts";
 import {
   CHANGES_TABLE,
@@ -71,7 +71,13 @@ if (values.print) {
 
 const url = process.env.DATABASE_URL;
 if (url === undefined || !/^postgres(ql)?:\/\//.test(url)) fail(`set DATABASE_URL to the PostgreSQL database that holds ${tableName} (postgres://user:password@host:5432/db), or use --print`);
-if (!URL.canParse(url)) fail(`DATABASE_URL "${redact(url)}" is not a valid URL; ${URL_SYNTAX_HINT}`);
+{
+  // The origin's own reading of DATABASE_URL: what it refuses (a URL that does not parse, no host or database, a
+  // Unix socket), this refuses too, with the same words and never the password.
+  const problems: ConfigProblem[] = [];
+  parseDatabaseUrl(url, process.cwd(), problems);
+  if (problems.length > 0) fail(problems.map((p) => `${p.variable} ${p.message}`).join("\n"));
+}
 /** A refusal found while installing: the transaction is rolled back, the message printed. */
 class Refusal extends Error {}
 

@@ -115,6 +115,7 @@ describe("origin configuration", () => {
       ["postgres://u:secret@[/items", /is not a valid URL/],
       ["postgres://u:sec/ret@db/items", /is not a valid URL; .*percent-encoded \(@ as %40, \/ as %2F\)/],
       ["postgres:///items?user=u&password=secret", /names no host/],
+      ["postgres:///items?host=/var/run/postgresql&user=u&password=secret", /names a Unix socket \(\?host=\/…\), .*connect over TCP/],
       ["sqlite://u:secret@dbhost/x.sqlite", /names a host \(u:\*\*\*@dbhost\)/],
       ["file://u:secret@host/x.sqlite", /is not a usable file: URL/],
     ] as const) {

@@ -60,6 +60,9 @@ export function parseDatabaseUrl(raw: string, cwd: string, problems: ConfigProbl
   return { kind: "sqlite", path: "" };
 }
 
+/** The fix for a URL that does not parse, most often a password with a reserved character left as is. */
+const URL_SYNTAX_HINT = "write postgres://user:password@host:5432/database, with any @ / : ? # % in the user or password percent-encoded (@ as %40, / as %2F)";
+
 function postgres(raw: string, problems: ConfigProblem[]): DatabaseSpec {
   let url: URL;
   try {
@@ -68,7 +71,10 @@ function postgres(raw: string, problems: ConfigProblem[]): DatabaseSpec {
     problems.push({ variable, message: `"${redact(raw)}" is not a valid URL; ${URL_SYNTAX_HINT}.` });
     return { kind: "postgres", url: raw, display: redact(raw) };
   }
-  if (url.hostname === "" && !url.searchParams.has("host")) {
+  if (url.searchParams.get("host")?.startsWith("/")) {
+    // The driver would send `host` to the server as a setting ("unrecognized configuration parameter").
+    problems.push({ variable, message: `"${redact(raw)}" names a Unix socket (?host=/…), which the origin's PostgreSQL driver does not take from a URL; connect over TCP: postgres://user:password@127.0.0.1:5432/database.` });
+  } else if (url.hostname === "" && !url.searchParams.has("host")) {
     problems.push({ variable, message: `"${redact(raw)}" names no host; write postgres://user:password@host:5432/database.` });
   }
   if (url.pathname === "" || url.pathname === "/") {
@@ -87,8 +93,6 @@ export function redact(raw: string): string {
   return raw.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/:]*):.*@/is, "$1:***@").replace(/([?&](?:ssl)?password=)[^&#]*/gi, "$1***");
 }
 
-/** The fix for a URL that does not parse, most often a password with a reserved character left as is. */
-export const URL_SYNTAX_HINT = "write postgres://user:password@host:5432/database, with any @ / : ? # % in the user or password percent-encoded (@ as %40, / as %2F)";
 
 function decodePath(path: string, raw: string, problems: ConfigProblem[]): string | undefined {
   if (path.includes("?") || path.includes("#")) {

@@ -86,6 +86,8 @@ export interface CloudflareApiStandIn {
   setFault(fault: StandInFault | null): void;
   /** Gives a token from `tokensWithoutPurge` the permission, as editing it in the dashboard would. */
   grantPurge(token: string): void;
+  /** Takes the permission from a token that may purge (it stays valid), as editing it in the dashboard would. */
+  revokePurge(token: string): void;
   /** Resolves once at least `n` calls have been recorded. */
   waitForCalls(n: number): Promise<void>;
   close(): Promise<void>;
@@ -238,6 +240,9 @@ export async function startCloudflareApiStandIn(options: StandInOptions): Promis
     },
     grantPurge(token) {
       if (withoutPurge.delete(token)) purgers.add(token);
+    },
+    revokePurge(token) {
+      if (purgers.delete(token)) withoutPurge.add(token);
     },
     waitForCalls(n) {
       return calls.length >= n ? Promise.resolve() : new Promise((resolve) => callWaiters.push({ n, resolve }));

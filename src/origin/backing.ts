@@ -56,7 +56,13 @@ export function feedFor(config: OriginConfig, log: (line: string) => void): Chan
  * processes share one file; the cluster primary picks one). A store the origin did not open itself (a
  * test's wrapper) records nothing for a purger to read: its duties are none.
  */
-export async function startDutiesFor(config: OriginConfig, store: ItemStore, sqliteLeader: boolean, log: (line: string) => void): Promise<LeaderDuties> {
+export async function startDutiesFor(
+  config: OriginConfig,
+  store: ItemStore,
+  sqliteLeader: boolean,
+  log: (line: string) => void,
+  purgeRefusalStopsStart = true,
+): Promise<LeaderDuties> {
   const { database } = config;
   let leadership: Leadership;
   let source: PurgeSource | undefined;
@@ -97,6 +103,7 @@ export async function startDutiesFor(config: OriginConfig, store: ItemStore, sql
       pruner,
       closeables,
       log,
+      refusalStopsStart: purgeRefusalStopsStart,
     });
   } catch (error) {
     for (const close of closeables) await close();

@@ -53,6 +53,8 @@ export interface StartOptions {
   onCommitted?: (id: string) => void;
   /** Embedded SQLite: whether this process purges the edge and prunes the change log (default true; the cluster primary picks one process). */
   sqliteLeader?: boolean;
+  /** False for a process started in place of one that died: a refused purge token then does not stop it. */
+  purgeRefusalStopsStart?: boolean;
   log?: (line: string) => void;
 }
 
@@ -94,7 +96,7 @@ export async function startOrigin(options: StartOptions): Promise<RunningOrigin>
 async function start(options: StartOptions, store: ItemStore, feed: ChangeFeed, log: (line: string) => void): Promise<RunningOrigin> {
   const { config } = options;
   const seeded = config.seedItems > 0 ? await store.seedIfEmpty(sampleItems(config.seedItems)) : 0;
-  const duties = await startDutiesFor(config, store, options.sqliteLeader ?? true, log);
+  const duties = await startDutiesFor(config, store, options.sqliteLeader ?? true, log, options.purgeRefusalStopsStart ?? true);
   try {
     return await serve(options, store, feed, duties, seeded, log);
   } catch (error) {

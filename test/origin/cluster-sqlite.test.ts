@@ -4,6 +4,7 @@
 // in-flight request finish. Waits are on what the processes print or answer, bounded; nothing sleeps.
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { startCloudflareApiStandIn } from "../../scripts/lib/cloudflare-api-stand-in.ts";
 import { connectionsByWorker, eventually, listening, parseMetrics, scrape, spawnOrigin, type OriginProcess } from "./cluster-harness.ts";
 import { get, registerCleanup, RawConnection, tempDir, withBody } from "./harness.ts";
 
@@ -140,6 +141,23 @@ describe("ORIGIN_PROCESSES=3 on SQLite", () => {
         return r.header("etag") === put.header("etag") ? r : undefined;
       });
     }
+  });
+
+  it("a worker replacing one that died serves without purging when the purge token was refused since the cluster started, instead of stopping them all", TIMEOUT, async () => {
+    const TOKEN = "cluster-purge-token";
+    const ZONE = "0123456789abcdef0123456789abcdef";
+    const standIn = await startCloudflareApiStandIn({ token: TOKEN, zoneId: ZONE, plan: "pro" });
+    registerCleanup(() => standIn.close());
+    const p = cluster({ CLOUDFLARE_API_BASE: standIn.baseUrl, CLOUDFLARE_ZONE_ID: ZONE, CLOUDFLARE_API_TOKEN: TOKEN, CLOUDFLARE_PURGE_REPEAT_MS: "0" });
+    const { port, metricsPort } = await listening(p);
+    standIn.revokePurge(TOKEN); // edited in the dashboard while the cluster runs
+    const pid = Number((await scrape(metricsPort!)).text.match(/origin_cluster_worker_info\{worker="1",pid="(\d+)"\} 1/)![1]);
+    process.kill(pid, "SIGKILL"); // worker 1 purges for all (SQLite): its replacement checks the token again
+    await p.output(/worker 1 is back \(pid \d+\)/);
+    await p.output(/purge: serving without purging the edge until Cloudflare accepts the token again \(tried every 60 s\)/);
+    expect((await fetch(`http://127.0.0.1:${port}/items/3`)).status).toBe(200);
+    expect(p.stdout() + p.stderr()).not.toMatch(/giving up|failed to start/);
+    expect((await scrape(metricsPort!)).sum("origin_cluster_worker_up")).toBe(3);
   });
 
   it("on SIGTERM lets an in-flight request finish in its worker, then exits 0 once every worker has closed", TIMEOUT, async () => {

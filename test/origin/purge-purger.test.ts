@@ -277,6 +277,19 @@ describe("Purger", () => {
     expect(bad.lines).toEqual([expect.stringContaining("Zone → Cache Purge → Purge")]);
   });
 
+  it("verify() at start that meets a 429 waits out its Retry-After before the first purge, and is not reported ok until a call is accepted", async () => {
+    const t = await setup();
+    t.standIn.setFault({ kind: "429", retryAfterS: 30 });
+    expect(await t.purger.verify()).toMatchObject({ kind: "rate-limited" });
+    expect(t.purger.stats().state).not.toBe("ok");
+    const limitedAt = t.timers.now();
+    t.source.add("a");
+    t.purger.start();
+    await t.runUntil(() => t.source.pending.size === 0);
+    expect(t.timers.now() - limitedAt).toBeGreaterThanOrEqual(30_000);
+    expect(t.purger.stats()).toMatchObject({ state: "ok", calls: 2 });
+  });
+
   it("malformed answers are retried, saying what was wrong", async () => {
     const t = await setup();
     t.source.add("a");

@@ -20,6 +20,8 @@ export type ToWorker =
       relay: boolean;
       /** Count the store's items for the startup line. */
       count: boolean;
+      /** Started in place of a process that died, not with the cluster: a refused purge token does not stop it. */
+      replacement: boolean;
     }
   /** Another process committed a change to `id` (relay mode). */
   | { type: "slim-edge:changed"; id: string }

@@ -138,6 +138,7 @@ class Primary {
           slot: slot.number,
           relay: this.#relay !== undefined,
           count: first,
+          replacement: this.#phase !== "starting",
         });
         return;
       }

@@ -71,6 +71,7 @@ async function start(message: Extract<ToWorker, { type: "slim-edge:start" }>): P
       // Embedded SQLite: one process purges the edge and prunes the outbox for all (slot 1, kept by its
       // replacement); PostgreSQL elects its leader by advisory lock whatever this says.
       sqliteLeader: slot === 1,
+      purgeRefusalStopsStart: !message.replacement,
       ...(feed === undefined ? {} : { feed, onCommitted: (id: string) => send({ type: "slim-edge:committed", id }) }),
     });
   } catch (error) {

@@ -184,7 +184,7 @@ function fixFor(status: number, envelope: Envelope | undefined, zoneId: string):
   }
   if (status === 401 || status === 403 || codes.has(10000) || codes.has(1000)) {
     // A 403 reads the same for a token without the permission and for a zone the token does not cover.
-    return `create an API token with the permission Zone → Cache Purge → Purge for the zone ${zoneId} and set it as CLOUDFLARE_API_TOKEN, and check that CLOUDFLARE_ZONE_ID is that zone's id (adding the permission to the current token in the dashboard takes effect without a restart)`;
+    return `create an API token with the permission Zone → Cache Purge → Purge for the zone ${zoneId} and set it as CLOUDFLARE_API_TOKEN, and check that CLOUDFLARE_ZONE_ID is that zone's id (a running origin picks up a permission added to its current token in the dashboard without a restart)`;
   }
   return "Cloudflare rejected the request itself; retrying the same request will not help until the cause above is fixed";
 }

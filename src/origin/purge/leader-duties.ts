@@ -10,6 +10,7 @@ import { ChangeLogPruning } from "./change-log-pruner.ts";
 import { CloudflarePurgeApi } from "./cloudflare-purge-api.ts";
 import type { Leadership } from "./leadership.ts";
 import type { PurgeSource } from "./purge-source.ts";
+import { PURGER_DEFAULTS } from "./purge-policy.ts";
 import { Purger, type PurgerStats } from "./purger.ts";
 import { TokenBucket } from "./token-bucket.ts";
 
@@ -25,6 +26,12 @@ export interface LeaderDutiesOptions {
   /** Closed with the duties (the source and pruner may hold connections). */
   closeables: (() => Promise<void>)[];
   log: (line: string) => void;
+  /**
+   * Whether a refused token stops the start (default). A process the cluster primary starts in place of one
+   * that died serves without purging instead, retrying as a refusal while running does: a token revoked since
+   * the cluster started must not take a worker serving reads down with it (five refused starts stop them all).
+   */
+  refusalStopsStart?: boolean;
 }
 
 export interface LeaderDuties {
@@ -49,7 +56,10 @@ export async function startLeaderDuties(options: LeaderDutiesOptions): Promise<L
     purger = new Purger({ source, api, bucket: new TokenBucket({ rate: config.rate, burst: config.burst }), repeatAfterMs: config.repeatAfterMs, log });
     const verified = await purger.verify();
     if (verified.kind === "refused") {
-      throw new ConfigError([{ variable: "CLOUDFLARE_API_TOKEN", message: `Cloudflare refused a purge for zone ${config.zoneId}: ${verified.detail}` }]);
+      if (options.refusalStopsStart ?? true) {
+        throw new ConfigError([{ variable: "CLOUDFLARE_API_TOKEN", message: `Cloudflare refused a purge for zone ${config.zoneId}: ${verified.detail}` }]);
+      }
+      log(`purge: serving without purging the edge until Cloudflare accepts the token again (tried every ${PURGER_DEFAULTS.refusedRetryMs / 1000} s)`);
     }
     if (config.repeatAfterMs > 0) log(`purge: each accepted purge is sent once more ${config.repeatAfterMs} ms later, for edge fills in flight (docs/purge.md)`);
   }

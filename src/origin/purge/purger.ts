@@ -202,10 +202,13 @@ export class Purger {
     if (outcome.kind === "accepted") {
       this.#log(`purge: verified: Cloudflare accepted a purge for this zone (tag ${VERIFY_TAG}, which no entry carries)`);
       this.#succeeded("the token works again");
-    } else if (outcome.kind === "refused") {
-      this.#noteFailure(outcome, true); // quiet: a refusal at start stops the start (leader-duties.ts), no retry
-      this.#log(`purge: REFUSED by Cloudflare at start: ${outcome.detail}`);
-    } else this.#log(`purge: could not verify the token at start (${outcome.detail}); the purger keeps trying`);
+    } else {
+      // Held back as any failed call is (a 429 empties the bucket and waits out Retry-After), and reported as
+      // not yet working until a call is accepted. Quiet: the line below says it once.
+      this.#noteFailure(outcome, true);
+      if (outcome.kind === "refused") this.#log(`purge: REFUSED by Cloudflare at start: ${outcome.detail}`);
+      else this.#log(`purge: could not verify the token at start (${outcome.detail}); the purger keeps trying`);
+    }
     return outcome;
   }
 

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { describe, expect, it } from "vitest";
 import { ConfigError } from "../../src/shared/config/config-error.ts";
@@ -143,6 +144,9 @@ describe("origin configuration", () => {
     ["DATABASE_URL", ":memory:", /^DATABASE_URL: .*not a file/],
     ["ORIGIN_TOKEN", "", /^ORIGIN_TOKEN: is set but empty/],
     ["ORIGIN_TOKEN", "has space", /^ORIGIN_TOKEN: must be printable ASCII/],
+    ["ORIGIN_TOKEN", "change-me-to-a-long-random-secret", /^ORIGIN_TOKEN: is a placeholder from an example file: generate a secret/],
+    ["DATABASE_URL", "file:///tmp/items.sqlite?mode=ro", /^DATABASE_URL: "file:\/\/\/tmp\/items\.sqlite\?mode=ro" has URL parameters, .*remove "\?…" and "#…"/],
+    ["DATABASE_URL", "file:///tmp/items.sqlite#x", /^DATABASE_URL: .*has URL parameters/],
     ["MAX_ITEM_BYTES", "64 KB", /^MAX_ITEM_BYTES: .*not a size/],
     ["MAX_ITEM_BYTES", "0", /^MAX_ITEM_BYTES: .*out of range/],
     ["CACHE_MAX_BYTES", "lots", /^CACHE_MAX_BYTES: .*not a size/],
@@ -174,6 +178,13 @@ describe("origin configuration", () => {
     const found = problems(env, argv);
     expect(found).toHaveLength(1);
     expect(found[0]).toMatch(message);
+  });
+
+  it("refuses the example environment file's token as it ships (scripts/origin-service/origin.env.example)", () => {
+    const example = readFileSync(new URL("../../scripts/origin-service/origin.env.example", import.meta.url), "utf8");
+    const token = /^ORIGIN_TOKEN=(.*)$/m.exec(example)?.[1];
+    expect(token).toBeDefined();
+    expect(problems({ ORIGIN_TOKEN: token! })).toEqual([expect.stringMatching(/^ORIGIN_TOKEN: is a placeholder from an example file/)]);
   });
 
   it("reports every problem at once", () => {

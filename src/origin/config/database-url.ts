@@ -28,7 +28,10 @@ export function parseDatabaseUrl(raw: string, cwd: string, problems: ConfigProbl
   if (scheme === "file") {
     if (raw.startsWith("file://")) {
       try {
-        return sqlite(fileURLToPath(raw), cwd, problems);
+        // fileURLToPath drops a query or fragment: refuse one rather than ignore it (mode=ro would be read-write).
+        const url = new URL(raw);
+        if (url.search !== "" || url.hash !== "") return refuseParameters(raw, problems);
+        return sqlite(fileURLToPath(url), cwd, problems);
       } catch (error) {
         problems.push({ variable, message: `"${redact(raw)}" is not a usable file: URL (${(error as Error).message}); use file:///absolute/path.sqlite or a plain path.` });
         return { kind: "sqlite", path: "" };
@@ -94,9 +97,15 @@ export function redact(raw: string): string {
 }
 
 
+/** A SQLite URL with a query or fragment: the origin takes none (`?mode=ro` would otherwise be ignored). */
+function refuseParameters(raw: string, problems: ConfigProblem[]): DatabaseSpec {
+  problems.push({ variable, message: `"${redact(raw)}" has URL parameters, which the origin does not support: remove "?…" and "#…".` });
+  return { kind: "sqlite", path: "" };
+}
+
 function decodePath(path: string, raw: string, problems: ConfigProblem[]): string | undefined {
   if (path.includes("?") || path.includes("#")) {
-    problems.push({ variable, message: `"${raw}" has URL parameters, which the origin does not support: remove "?…".` });
+    refuseParameters(raw, problems);
     return undefined;
   }
   try {

@@ -72,5 +72,13 @@ export function readToken(raw: string, c: ReadContext): string | undefined {
     });
     return undefined;
   }
+  // scripts/origin-service/origin.env.example ships one; published, it guards nothing.
+  if (/^change-?me/i.test(raw)) {
+    c.problems.push({
+      variable: "ORIGIN_TOKEN",
+      message: "is a placeholder from an example file: generate a secret with `openssl rand -base64 32`, and set the same value as the worker's ORIGIN_TOKEN.",
+    });
+    return undefined;
+  }
   return raw;
 }

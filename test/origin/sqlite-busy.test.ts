@@ -2,6 +2,7 @@
 // fsync, a backup tool, another program) and when its writer thread stops: writes fail with the error the
 // HTTP layer answers 503, nothing is reported committed that was not, and the next write works again
 // without a restart. Real SQLite files; the lock is held by a connection of the test's own.
+import { spawnSync } from "node:child_process";
 import { mkdirSync, renameSync, rmdirSync } from "node:fs";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
@@ -166,5 +167,40 @@ describe("SQLite store, writer thread stops", () => {
     expect(await store.ping()).toBe(true);
     await store.put("a", bytes('{"v":3}'));
     expect(text((await store.get("a"))?.body)).toBe('{"v":3}');
+  });
+});
+
+/** A tmpfs of `size` mounted on a new directory, or undefined where mounting is not allowed (not root). */
+function smallDisk(size: string): string | undefined {
+  const dir = tempDir();
+  const mounted = spawnSync("mount", ["-t", "tmpfs", "-o", `size=${size}`, "tmpfs", dir]).status === 0;
+  if (!mounted) return undefined;
+  registerCleanup(() => void spawnSync("umount", [dir]));
+  return dir;
+}
+
+describe("a full disk", () => {
+  it("writes are answered 503 (try again), nothing written, reads unaffected, and the next write after space is freed works", async (context) => {
+    const disk = smallDisk("512k");
+    if (disk === undefined) return context.skip("mounting a small tmpfs needs root");
+    const lines: string[] = [];
+    const origin = await start({ DATABASE_URL: join(disk!, "items.sqlite"), SEED_SAMPLE_ITEMS: "0" }, { log: (l) => lines.push(l) });
+    const c = await RawConnection.open(origin.port);
+    expect((await c.send(withBody("PUT", "/items/small", '{"v":1}'))).status).toBe(204);
+    const big = JSON.stringify({ pad: "x".repeat(60_000) });
+    const statuses: number[] = [];
+    for (let i = 0; i < 12 && !statuses.includes(503); i++) statuses.push((await c.send(withBody("PUT", `/items/big${i}`, big))).status);
+    const full = statuses.length - 1;
+    expect(statuses.at(-1)).toBe(503);
+    expect(statuses.slice(0, -1).every((s) => s === 204)).toBe(true);
+    expect(lines.filter((l) => /has no room left \(database or disk is full\); nothing was written: free space on its filesystem/.test(l))).toHaveLength(1);
+    expect(lines.join("\n")).not.toMatch(/internal error|\n\s+at /);
+    expect((await c.send(get(`/items/big${full}`))).status).toBe(404); // refused, and nothing committed
+    expect((await c.send(get("/items/small"))).status).toBe(200);
+    expect((await c.send(get("/healthz"))).status).toBe(204); // reads are served
+
+    // Room made on the filesystem: the same write goes through, no restart.
+    expect(spawnSync("mount", ["-o", "remount,size=4m", disk!]).status).toBe(0);
+    expect((await c.send(withBody("PUT", `/items/big${full}`, big))).status).toBe(204);
   });
 });

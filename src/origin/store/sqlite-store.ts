@@ -207,6 +207,8 @@ export class SqliteItemStore implements ItemStore {
   #writeError(reply: Extract<WriteReply, { ok: false }>): Error {
     const outcome = reply.mayHaveCommitted ? "it may have committed" : "nothing was written";
     if (reply.busy) return this.#lockedError(`${reply.message}; ${outcome}`);
+    // Not the origin's fault nor the client's: 503 (try again), one log line, not a 500 with a stack per write.
+    if (reply.full) return new StoreUnavailableError(`SQLite ${this.description} has no room left (${reply.message}); ${outcome}: free space on its filesystem`);
     return new Error(`store write failed (${outcome}): ${reply.message}`);
   }
 

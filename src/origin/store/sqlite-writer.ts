@@ -18,7 +18,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import { etagFor } from "./etag.ts";
 import { conditionHolds, type WriteCondition } from "./item-store.ts";
 import { quietSqliteWarning } from "./quiet-sqlite-warning.ts";
-import { isBusy } from "./sqlite-busy.ts";
+import { isBusy, isFull } from "./sqlite-busy.ts";
 
 export type WriteRequest =
   | { seq: number; op: "put"; id: string; body: Uint8Array; condition?: WriteCondition }
@@ -42,6 +42,8 @@ export type WriteReply =
       message: string;
       /** SQLITE_BUSY or SQLITE_LOCKED: another connection held the lock past busy_timeout. */
       busy: boolean;
+      /** SQLITE_FULL: no room left on the disk. */
+      full: boolean;
       /** False: certainly not committed (never begun, or rolled back). True: it may have committed. */
       mayHaveCommitted: boolean;
     };
@@ -121,7 +123,8 @@ if (parentPort !== null) {
   const failed = (batch: Write[], error: unknown, mayHaveCommitted: boolean): WriteReply[] => {
     const message = (error as Error)?.message ?? String(error);
     const busy = isBusy(error);
-    return batch.map((m) => ({ seq: m.seq, ok: false, message, busy, mayHaveCommitted }));
+    const full = isFull(error);
+    return batch.map((m) => ({ seq: m.seq, ok: false, message, busy, full, mayHaveCommitted }));
   };
   // SQLite ends some failed transactions itself (SQLITE_FULL, SQLITE_IOERR, SQLITE_BUSY, SQLITE_NOMEM), and
   // ROLLBACK without one throws. A ROLLBACK that fails all the same ends the thread: closing the connection
@@ -143,7 +146,7 @@ if (parentPort !== null) {
       values = batch.map(apply);
     } catch (error) {
       rollback();
-      if (batch.length === 1 || isBusy(error)) return failed(batch, error, false);
+      if (batch.length === 1 || isBusy(error) || isFull(error)) return failed(batch, error, false);
       // One bad write must not fail its neighbours: retry each on its own.
       return batch.flatMap((m) => commit([m]));
     }
@@ -152,7 +155,8 @@ if (parentPort !== null) {
     } catch (error) {
       // Still open: nothing was committed (SQLITE_BUSY). Ended by SQLite: it may have failed after the WAL
       // frames were written (an I/O error in the fsync), and a later recovery may find them committed.
-      if (!db.isTransaction) return failed(batch, error, true);
+      // A full disk is the exception: SQLite rolls the transaction back, so nothing was committed.
+      if (!db.isTransaction) return failed(batch, error, !isFull(error));
       rollback();
       return failed(batch, error, false);
     }

@@ -1,9 +1,11 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { writeFileSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { get, once, registerCleanup, tempDir, withBody } from "./harness.ts";
+import { explainStartFailure } from "../../src/origin/cluster/start-failure.ts";
+import { get, once, registerCleanup, tempDir, testConfig, withBody } from "./harness.ts";
 
 const MAIN = fileURLToPath(new URL("../../src/origin/main.ts", import.meta.url));
 
@@ -70,6 +72,33 @@ describe("node src/origin/main.ts", () => {
     expect((await p.exited).code).toBe(75);
     expect(p.stderr()).toMatch(/^origin: cannot reach PostgreSQL at postgres:\/\/slim@127\.0\.0\.1:\d+\/items .*is it running/m);
     expect(p.stderr()).not.toContain("refuses this configuration");
+  });
+
+  it.each([
+    ["a directory", (dir: string) => dir, /^origin: DATABASE_URL: cannot open .* \(unable to open database file\): DATABASE_URL must name a file \(not a directory\)/m],
+    [
+      "a file that is not a database",
+      (dir: string) => {
+        writeFileSync(join(dir, "items.sqlite"), "this is not a database, but it is long enough to have a header".repeat(20));
+        return join(dir, "items.sqlite");
+      },
+      /^origin: DATABASE_URL: .*items\.sqlite is not a usable SQLite database \(file is not a database\): restore it from a backup, or move it away/m,
+    ],
+  ])("refuses %s as its SQLite file with exit code 2 and the fix, not a stack and a restart loop", async (_, path, message) => {
+    const p = run({ DATABASE_URL: path(tempDir()) });
+    expect((await p.exited).code).toBe(2);
+    expect(p.stderr()).toMatch(message);
+    expect(p.stderr()).not.toMatch(/\n\s+at /);
+  });
+
+  it("tells a directory it may not create (EACCES from mkdir) from a port it may not listen on (EACCES from listen)", () => {
+    const config = testConfig({ DATABASE_URL: "/srv/ro/sub/items.sqlite" });
+    const denied = (syscall: string) => Object.assign(new Error(`EACCES: permission denied, ${syscall}`), { code: "EACCES", syscall });
+    expect(explainStartFailure(denied("mkdir"), config)).toEqual({
+      message: expect.stringMatching(/^origin: DATABASE_URL: cannot create \/srv\/ro\/sub\/items\.sqlite \(EACCES: permission denied, mkdir\): make its directory writable/),
+      exitCode: 2,
+    });
+    expect(explainStartFailure(denied("listen"), config)).toEqual({ message: expect.stringMatching(/^origin: cannot listen: .*Check HOST \/ PORT/), exitCode: 1 });
   });
 
   it("stops cleanly on a SIGTERM sent the moment the startup line arrives", async () => {

@@ -24,9 +24,36 @@ export function explainStartFailure(error: unknown, config: OriginConfig): Start
   if (e.code === "EADDRINUSE") {
     return { message: `origin: cannot listen: ${e.message}. Another process holds the port: stop it or set PORT / METRICS_PORT`, exitCode: 1 };
   }
-  if (e.code === "EACCES" || e.code === "EADDRNOTAVAIL") {
+  if ((e.code === "EACCES" && (e.syscall === "listen" || e.syscall === "bind")) || e.code === "EADDRNOTAVAIL") {
     return { message: `origin: cannot listen: ${e.message}. Check HOST / PORT / METRICS_HOST / METRICS_PORT`, exitCode: 1 };
+  }
+  if (config.database.kind === "sqlite") {
+    const fix = sqliteFileProblem(error, config.database.path);
+    if (fix !== undefined) return { message: `origin: DATABASE_URL: ${fix}`, exitCode: 2 };
   }
   const where = config.database.kind === "sqlite" ? config.database.path : config.database.display;
   return { message: `origin: cannot start (DATABASE_URL → ${where}): ${e.stack ?? e.message}`, exitCode: 1 };
+}
+
+/**
+ * A SQLite file (or its directory) the origin cannot use, with the fix: a restart cannot mend any of these,
+ * so it is a refusal (exit 2), not a failure a service manager retries every few seconds.
+ */
+function sqliteFileProblem(error: unknown, path: string): string | undefined {
+  const e = error as { code?: string; errcode?: unknown; message?: string };
+  const message = e.message ?? String(error);
+  if (e.code === "EACCES" || e.code === "EPERM" || e.code === "EROFS" || e.code === "ENOTDIR") {
+    return `cannot create ${path} (${message}): make its directory writable by this user, or point DATABASE_URL at a file in one that is.`;
+  }
+  switch (typeof e.errcode === "number" ? e.errcode & 0xff : undefined) {
+    case 14: // SQLITE_CANTOPEN
+      return `cannot open ${path} (${message}): DATABASE_URL must name a file (not a directory) in a directory this user may write.`;
+    case 8: // SQLITE_READONLY
+      return `${path} is read-only to this user (${message}): the origin writes to it and to its -wal and -shm files beside it; make the file and its directory writable.`;
+    case 11: // SQLITE_CORRUPT
+    case 26: // SQLITE_NOTADB
+      return `${path} is not a usable SQLite database (${message}): restore it from a backup, or move it away to start with an empty store.`;
+    default:
+      return undefined;
+  }
 }

@@ -116,6 +116,8 @@ describe("ETag epochs on PostgreSQL", () => {
     for (const o of [writer, other]) {
       const again = await put(o.port, "k", `{"v":"after ${o.port}"}`);
       expect(again).not.toBe(old);
+      // The other instance hears of the write through the feed (not at once): wait for it, then revalidate.
+      await until(async () => (await once(other.port, get("/items/k"))).header("etag") === again, "the write to reach the other instance");
       const revalidated = await once(other.port, get("/items/k", { "If-None-Match": old }));
       expect([revalidated.status, revalidated.body.toString()]).toEqual([200, `{"v":"after ${o.port}"}`]);
     }

@@ -1,5 +1,6 @@
-// Which SQLite errors mean "another connection holds the lock" (shared by the store and its writer thread:
-// sqlite-writer.ts must not be imported for values, its top level is the thread's body).
+// Which SQLite errors mean "another connection holds the lock" or "the disk is full": the store is busy or
+// out of room, not broken (shared by the store and its writer thread: sqlite-writer.ts must not be imported
+// for values, its top level is the thread's body).
 
 /** SQLITE_BUSY (5) or SQLITE_LOCKED (6), extended codes included: the store is busy, not broken. */
 export function isBusy(error: unknown): boolean {

@@ -12,7 +12,18 @@ import { parseArgs } from "node:util";
 import postgres, { type TransactionSql } from "postgres";
 import { parseDatabaseUrl, redact } from "../src/origin/config/database-url.ts";
 import { ConfigError, type ConfigProblem } from "../src/shared/config/config-error.ts";
-import { columnsOf, connectProblem, findChangeLog, functionState, resolveRelation, sameButCase, SCHEMA_LOCK, viewReads } from "../src/origin/store/postgres/prepare.ts";
+import {
+  columnsOf,
+  connectProblem,
+  findChangeLog,
+  functionState,
+  grants,
+  missingPrivileges,
+  resolveRelation,
+  sameButCase,
+  SCHEMA_LOCK,
+  viewReads,
+} from "../src/origin/store/postgres/prepare.ts";
 import {
   CHANGES_TABLE,
   changeLogSql,
@@ -143,10 +154,9 @@ async function install(tx: TransactionSql): Promise<{ table: string; schema: str
   const schema = log.schema ?? schemaOption ?? DEFAULT_LOG_SCHEMA;
   if (log.elsewhere.includes(schema)) {
     // Off the search_path, or without USAGE: every query naming the log would fail with "permission denied".
-    const [usage] = await tx<{ ok: boolean; owner: string; me: string }[]>`
-      SELECT has_schema_privilege(${schema}, 'USAGE') AS ok, pg_get_userbyid(nspowner) AS owner, current_user AS me FROM pg_namespace WHERE nspname = ${schema}`;
-    if (!usage!.ok) {
-      throw new Refusal(`the change log is in schema ${schema}, on which this role has no USAGE: as ${usage!.owner}, who owns it, run \`GRANT USAGE ON SCHEMA ${quoteIdent(schema)} TO ${quoteIdent(usage!.me)};\`, then run this again`);
+    const usage = await schemaUsage(tx, schema);
+    if (!usage.ok) {
+      throw new Refusal(`the change log is in schema ${schema}, on which this role has no USAGE: as ${usage.owner}, who owns it, run \`GRANT USAGE ON SCHEMA ${quoteIdent(schema)} TO ${quoteIdent(usage.role)};\`, then run this again`);
     }
   }
   const statements: string[] = [];
@@ -169,7 +179,7 @@ async function install(tx: TransactionSql): Promise<{ table: string; schema: str
   }
   if (fn.state !== "current") statements.push(functionSql(schema));
   statements.push(triggerSql(relation.sql, idColumn, schema));
-  if (grantTo !== undefined) statements.push(await grants(tx, relation, schema, grantTo));
+  if (grantTo !== undefined) statements.push(await grantToStatements(tx, relation, schema, grantTo));
   await tx.unsafe(statements.join(""));
   return { table: relation.sql, schema };
 }
@@ -179,7 +189,7 @@ async function install(tx: TransactionSql): Promise<{ table: string; schema: str
  * log another role owns, what the origin's role already has there is left out, and what it lacks is refused
  * with the GRANT that owner must run (a GRANT here would fail, rolling back the install).
  */
-async function grants(tx: TransactionSql, relation: { sql: string; schema: string }, schema: string, role: string): Promise<string> {
+async function grantToStatements(tx: TransactionSql, relation: { sql: string; schema: string }, schema: string, role: string): Promise<string> {
   const [known] = await tx<{ ok: boolean }[]>`SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = ${role}) AS ok`;
   if (!known!.ok) throw new Refusal(`--grant-to ${shellWord(role)}: there is no such role; create it first (CREATE ROLE ${quoteIdent(role)} LOGIN PASSWORD '…'), or name the role the origin's DATABASE_URL logs in as`);
   const log = qualify(schema, CHANGES_TABLE);
@@ -187,25 +197,24 @@ async function grants(tx: TransactionSql, relation: { sql: string; schema: strin
     SELECT pg_get_userbyid(relowner) AS name, pg_has_role(relowner, 'USAGE') AS mine FROM pg_class WHERE oid = to_regclass(${log})`;
   // No log yet (this install creates it, as this role) or one of this role's own: grant it all.
   if (owner === undefined || owner.mine) return grantSql(relation.sql, relation.schema, schema, role);
-  const lacking: string[] = [];
-  for (const [name, privileges] of LOG_PRIVILEGES) {
-    const missing: string[] = [];
-    for (const privilege of privileges) {
-      // A table of the log that is not there yet (this run creates it) is granted nothing yet either.
-      const [held] = await tx<{ ok: boolean }[]>`
-        SELECT to_regclass(${qualify(schema, name)}) IS NOT NULL AND has_table_privilege(${role}, to_regclass(${qualify(schema, name)}), ${privilege}) AS ok`;
-      if (!held!.ok) missing.push(privilege);
-    }
-    if (missing.length > 0) lacking.push(`GRANT ${missing.join(", ")} ON ${qualify(schema, name)} TO ${quoteIdent(role)};`);
-  }
-  const [usage] = await tx<{ ok: boolean; owner: string }[]>`
-    SELECT has_schema_privilege(${role}, ${schema}, 'USAGE') AS ok, pg_get_userbyid(nspowner) AS owner FROM pg_namespace WHERE nspname = ${schema}`;
+  // A table of the log that is not there yet (this run creates it) is granted nothing yet either.
+  const lacking = await missingPrivileges(tx, LOG_PRIVILEGES.map(([name, privileges]) => [qualify(schema, name), privileges] as const), role);
+  const usage = await schemaUsage(tx, schema, role);
   const fixes = [
-    ...(lacking.length > 0 ? [`as ${owner.name}, who owns the change log ${log}, run \`${lacking.join(" ")}\``] : []),
-    ...(usage!.ok ? [] : [`as ${usage!.owner}, who owns its schema, run \`GRANT USAGE ON SCHEMA ${quoteIdent(schema)} TO ${quoteIdent(role)};\``]),
+    ...(lacking.length > 0 ? [`as ${owner.name}, who owns the change log ${log}, run \`${grants(lacking, role)}\``] : []),
+    ...(usage.ok ? [] : [`as ${usage.owner}, who owns its schema, run \`GRANT USAGE ON SCHEMA ${quoteIdent(schema)} TO ${quoteIdent(role)};\``]),
   ];
   if (fixes.length > 0) throw new Refusal(`--grant-to ${shellWord(role)}: only their owners can grant what it needs on the change log: ${fixes.join("; ")}; then run this again`);
   return grantSql(relation.sql, relation.schema, schema, role, false);
+}
+
+/** Whether `role` (default: this session's) may use `schema`, and who owns it (who may grant that). */
+async function schemaUsage(tx: TransactionSql, schema: string, role?: string): Promise<{ ok: boolean; owner: string; role: string }> {
+  const [row] = await tx<{ ok: boolean; owner: string; role: string }[]>`
+    SELECT has_schema_privilege(coalesce(${role ?? null}::name, current_user), ${schema}, 'USAGE') AS ok, pg_get_userbyid(nspowner) AS owner,
+      coalesce(${role ?? null}::name, current_user)::text AS role
+    FROM pg_namespace WHERE nspname = ${schema}`;
+  return row!;
 }
 
 function fail(message: string): never {

@@ -4,16 +4,13 @@
 // back at once; a user's table is reported with its fix and the feed distrusted (cached items older than
 // the staleness bound are read again) until feed:install is run again. Either way every cached item is
 // dropped once changes reach the log again: those made meanwhile were never logged.
-import { execFile } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { EVERYTHING_CHANGED } from "../../src/origin/feed/change-log-cursor.ts";
 import type { PostgresChangeFeed } from "../../src/origin/feed/postgres-change-feed.ts";
 import { until } from "./harness.ts";
-import { startOnPostgres, usePostgres } from "./pg-harness.ts";
+import { feedInstall, startOnPostgres, usePostgres } from "./pg-harness.ts";
 
 const postgres = usePostgres();
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const FAST = { FEED_POLL_MS: "20", FEED_STALE_BOUND_MS: "200" };
 
 const body = async (url: string) => (await fetch(url)).text();
@@ -106,8 +103,7 @@ describe("what feeds the change log, checked while the origin runs", () => {
     const url = await postgres.database();
     const db = url.slice(url.lastIndexOf("/") + 1);
     await postgres.pg.sql(`CREATE TABLE products (sku text PRIMARY KEY, doc jsonb NOT NULL); INSERT INTO products VALUES ('A-1', '{"n": 1}');`, db);
-    const install = () =>
-      new Promise<number>((done) => execFile(process.execPath, ["scripts/feed-install.ts", "--table", "products", "--id-column", "sku"], { cwd: ROOT, env: { ...process.env, DATABASE_URL: url } }, (error) => done(error ? Number(error.code) : 0)));
+    const install = async () => (await feedInstall(url, ["--table", "products", "--id-column", "sku"])).code;
     expect(await install()).toBe(0);
     const lines: string[] = [];
     const origin = await startOnPostgres(url, { ...FAST, ITEMS_TABLE: "products", ITEMS_ID_COLUMN: "sku", ITEMS_JSON_COLUMN: "doc" }, { log: (l) => lines.push(l) });

@@ -1,12 +1,15 @@
 // PostgreSQL for the origin's tests: one throwaway cluster per test file (tests that stop or restart the
 // server get their own), a fresh database per test, and origins started on it in this process or as real
 // child processes (src/origin/main.ts).
+import { execFile } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll } from "vitest";
 import { startThrowawayPostgres, type ThrowawayPostgres } from "../../scripts/lib/postgres-cluster.ts";
 import { registerCleanup, start } from "./harness.ts";
 import type { RunningOrigin, StartOptions } from "../../src/origin/start-origin.ts";
 
 let counter = 0;
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
 /** A cluster for this test file (started before its first test, destroyed after its last). */
 export function usePostgres(): { readonly pg: ThrowawayPostgres; database(): Promise<string> } {
@@ -34,3 +37,15 @@ export function startOnPostgres(url: string, env: Record<string, string> = {}, o
 }
 
 export { registerCleanup };
+
+/** `npm run feed:install -- ARGS` as a user would run it (DATABASE_URL=`url`); resolves with its exit code and output. */
+export function feedInstall(url: string | undefined, args: string[]): Promise<{ code: number; out: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ["scripts/feed-install.ts", ...args],
+      { cwd: ROOT, env: { ...process.env, ...(url === undefined ? {} : { DATABASE_URL: url }) } },
+      (error, stdout, stderr) => resolve({ code: error ? Number(error.code) : 0, out: stdout + stderr }),
+    );
+  });
+}

@@ -5,26 +5,14 @@
 // id; and a table is named as in SQL (mixed case, quoted, schema-qualified) consistently by the origin, its
 // hints and feed:install, whose --grant-to gives USAGE on the schemas too. Every refusal of feed:install
 // exits 2 with the fix in its message and leaves the database as it was.
-import { execFile } from "node:child_process";
 import { createServer, type AddressInfo } from "node:net";
-import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { ConfigError } from "../../src/shared/config/config-error.ts";
 import { preparePostgres, type UserTableSpec } from "../../src/origin/store/postgres/prepare.ts";
 import { UserTableStore } from "../../src/origin/store/postgres/user-table-store.ts";
-import { registerCleanup, startOnPostgres, usePostgres } from "./pg-harness.ts";
+import { feedInstall, registerCleanup, startOnPostgres, usePostgres } from "./pg-harness.ts";
 
 const postgres = usePostgres();
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-
-/** `npm run feed:install -- ARGS` as a user would run it; resolves with its exit code and output. */
-function feedInstall(url: string, args: string[]): Promise<{ code: number; out: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, ["scripts/feed-install.ts", ...args], { cwd: ROOT, env: { ...process.env, DATABASE_URL: url } }, (error, stdout, stderr) =>
-      resolve({ code: error ? Number(error.code) : 0, out: stdout + stderr }),
-    );
-  });
-}
 
 const dbOf = (url: string) => url.slice(url.lastIndexOf("/") + 1);
 const options = (url: string) => ({ url, display: "db", poolSize: 1, timeoutMs: 5000, applicationName: "setup-test" });

@@ -1,29 +1,14 @@
 // Serving the user's own table (ITEMS_TABLE): read only, typed ids in their canonical spelling, ETags every
 // instance computes alike, changes made by any other writer of the table fed to every instance through the
 // trigger `npm run feed:install` installs, and every misconfiguration refused at start naming the variable.
-import { execFile } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { ConfigError } from "../../src/shared/config/config-error.ts";
 import type { PostgresChangeFeed } from "../../src/origin/feed/postgres-change-feed.ts";
 import { startOrigin } from "../../src/origin/start-origin.ts";
 import { testConfig, until } from "./harness.ts";
-import { startOnPostgres, usePostgres } from "./pg-harness.ts";
+import { feedInstall, startOnPostgres, usePostgres } from "./pg-harness.ts";
 
 const postgres = usePostgres();
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-
-/** `npm run feed:install -- ARGS` as a user would run it; resolves with its exit code and output. */
-function feedInstall(url: string | undefined, args: string[]): Promise<{ code: number; out: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ["scripts/feed-install.ts", ...args],
-      { cwd: ROOT, env: { ...process.env, ...(url === undefined ? {} : { DATABASE_URL: url }) } },
-      (error, stdout, stderr) => resolve({ code: error ? Number(error.code) : 0, out: stdout + stderr }),
-    );
-  });
-}
 
 async function catalogue(): Promise<{ url: string; db: string }> {
   const url = await postgres.database();

@@ -8,6 +8,7 @@
 import { ConfigError } from "../../shared/config/config-error.ts";
 import type { OriginConfig } from "../config/parse-origin-config.ts";
 import { StoreUnavailableError } from "../store/item-store.ts";
+import { sqliteResultCode } from "../store/sqlite-busy.ts";
 
 /** The exit code of a start that failed because the store could not be reached for now. */
 export const EXIT_TEMPORARY = 75;
@@ -40,12 +41,12 @@ export function explainStartFailure(error: unknown, config: OriginConfig): Start
  * so it is a refusal (exit 2), not a failure a service manager retries every few seconds.
  */
 function sqliteFileProblem(error: unknown, path: string): string | undefined {
-  const e = error as { code?: string; errcode?: unknown; message?: string };
+  const e = error as { code?: string; message?: string };
   const message = e.message ?? String(error);
   if (e.code === "EACCES" || e.code === "EPERM" || e.code === "EROFS" || e.code === "ENOTDIR") {
     return `cannot create ${path} (${message}): make its directory writable by this user, or point DATABASE_URL at a file in one that is.`;
   }
-  switch (typeof e.errcode === "number" ? e.errcode & 0xff : undefined) {
+  switch (sqliteResultCode(error)) {
     case 14: // SQLITE_CANTOPEN
       return `cannot open ${path} (${message}): DATABASE_URL must name a file (not a directory) in a directory this user may write.`;
     case 8: // SQLITE_READONLY

@@ -24,7 +24,7 @@ export const OLD_TRANSACTION_LOG_MS = 10 * 60_000;
  * distrusted (the staleness bound), but not more than once a second (a dozen catalog queries each time, per
  * process) nor less than every 5 s.
  */
-export function recheckInterval(staleBoundMs: number): number {
+function recheckInterval(staleBoundMs: number): number {
   return Math.min(5000, Math.max(1000, staleBoundMs));
 }
 

@@ -4,16 +4,17 @@
 
 /** SQLITE_BUSY (5) or SQLITE_LOCKED (6), extended codes included: the store is busy, not broken. */
 export function isBusy(error: unknown): boolean {
-  const code = primaryCode(error);
+  const code = sqliteResultCode(error);
   return code === 5 || code === 6;
 }
 
 /** SQLITE_FULL (13): the disk (or the database's size limit) is full; SQLite rolled the transaction back. */
 export function isFull(error: unknown): boolean {
-  return primaryCode(error) === 13;
+  return sqliteResultCode(error) === 13;
 }
 
-function primaryCode(error: unknown): number | undefined {
+/** The primary result code (SQLITE_BUSY, …) of an error node:sqlite threw, extended codes folded; else undefined. */
+export function sqliteResultCode(error: unknown): number | undefined {
   const code = (error as { errcode?: unknown } | undefined)?.errcode;
   return typeof code === "number" ? code & 0xff : undefined;
 }

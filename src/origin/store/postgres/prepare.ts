@@ -231,13 +231,21 @@ export async function viewReads(tx: Tx, view: string): Promise<{ oid: string; ki
     WHERE c.oid <> ${view}::oid AND c.relkind IN ('r', 'p', 'm', 'f') ORDER BY 3`;
 }
 
-/** Privileges `role` lacks: `[privileges, relation]` pairs, e.g. `["UPDATE, DELETE", "public.slim_edge_changes"]`. */
-async function missingPrivileges(tx: Tx, wanted: readonly (readonly [relation: string, privileges: readonly string[]])[]): Promise<[string, string][]> {
+/**
+ * Privileges `role` (default: this session's) lacks: `[privileges, relation]` pairs, e.g. `["UPDATE, DELETE",
+ * "public.slim_edge_changes"]`. A relation that is not there is granted nothing.
+ */
+export async function missingPrivileges(
+  tx: Tx,
+  wanted: readonly (readonly [relation: string, privileges: readonly string[]])[],
+  role?: string,
+): Promise<[string, string][]> {
   const missing: [string, string][] = [];
   for (const [relation, privileges] of wanted) {
     const lacking: string[] = [];
     for (const privilege of privileges) {
-      const [row] = await tx<{ ok: boolean }[]>`SELECT has_table_privilege(${relation}, ${privilege}) AS ok`;
+      const [row] = await tx<{ ok: boolean }[]>`
+        SELECT to_regclass(${relation}) IS NOT NULL AND has_table_privilege(coalesce(${role ?? null}::name, current_user), to_regclass(${relation}), ${privilege}) AS ok`;
       if (!row!.ok) lacking.push(privilege);
     }
     if (lacking.length > 0) missing.push([lacking.join(", "), relation]);
@@ -245,7 +253,8 @@ async function missingPrivileges(tx: Tx, wanted: readonly (readonly [relation: s
   return missing;
 }
 
-function grants(missing: [string, string][], role: string): string {
+/** The GRANT statements that give `role` what missingPrivileges found lacking. */
+export function grants(missing: [string, string][], role: string): string {
   return missing.map(([privileges, relation]) => `GRANT ${privileges} ON ${relation} TO ${quoteIdent(role)};`).join(" ");
 }
 

@@ -272,7 +272,7 @@ class ScaleRun {
     return { requests: r.requests, storeReads: delta(a, b, "origin_store_reads_total"), rejections: delta(a, b, "origin_filter_rejections_total"), statuses: r.statuses };
   }
 
-  /** The "before": an origin with ID_FILTER_CAPACITY=0 on the largest store, scanned past its end. */
+  /** The "before": an origin with ID_FILTER_CAPACITY=0 on the largest store (once its own origin has stopped), scanned past its end. */
   async scanUnknownWithoutFilter(largest: Origin): Promise<UnknownScan> {
     log(`starting an origin with ID_FILTER_CAPACITY=0 on the largest store (${largest.db})`);
     const child = this.children.launch({
@@ -430,10 +430,11 @@ async function main(children: Children, args: ScaleArgs): Promise<void> {
     unknown.set(o, scan);
     log(`${short(o.entries)}: unknown ids: ${scan.storeReads} store reads for ${scan.requests} requests (${scan.rejections} answered by the filter)`);
   }
-  const unknownWithoutFilter = await run.scanUnknownWithoutFilter(origins.at(-1)!);
   const churn = new Map<Origin, ChurnResult>();
   for (const o of origins) churn.set(o, await run.churn(o));
   await Promise.all(origins.map((o) => children.stop(o.child)));
+  // After the others stop: an origin refuses a SQLite file another origin serves (store/sqlite-owner.ts).
+  const unknownWithoutFilter = await run.scanUnknownWithoutFilter(origins.at(-1)!);
 
   const result: ScaleResult = {
     command: commandLine(),

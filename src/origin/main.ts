@@ -10,6 +10,7 @@ import { ORIGIN_VAR_DOCS } from "./config/origin-vars.ts";
 import { configWarnings, parseOriginConfig, type OriginConfig } from "./config/parse-origin-config.ts";
 import { explainStartFailure } from "./cluster/start-failure.ts";
 import { quietSqliteWarning } from "./store/quiet-sqlite-warning.ts";
+import { claimSqliteFile, type SqliteClaim } from "./store/sqlite-owner.ts";
 
 const argv = process.argv.slice(2);
 
@@ -32,6 +33,14 @@ try {
 }
 for (const warning of configWarnings(config)) process.stderr.write(`origin: warning: ${warning}\n`);
 
+// Before node:sqlite loads (the claim below, start-origin.ts): keep its ExperimentalWarning out of the output.
+quietSqliteWarning();
+// One origin per SQLite file (store/sqlite-owner.ts): this process, the primary when there are several, holds
+// the claim until it exits. Released only then: the reference also keeps the connection that holds the lock
+// from being collected, which would close it.
+const claim = config.database.kind === "sqlite" ? await claimOrExit(config.database.path) : undefined;
+process.once("exit", () => claim?.release());
+
 if (config.processes > 1) {
   const { runPrimary } = await import("./cluster/primary.ts");
   await runPrimary(config);
@@ -39,10 +48,17 @@ if (config.processes > 1) {
   await runSingle(config);
 }
 
-async function runSingle(config: OriginConfig): Promise<void> {
-  // Before node:sqlite loads (start-origin.ts imports it): keep its ExperimentalWarning out of the output.
-  quietSqliteWarning();
+async function claimOrExit(path: string): Promise<SqliteClaim> {
+  try {
+    return await claimSqliteFile(path);
+  } catch (error) {
+    const failure = explainStartFailure(error, config);
+    process.stderr.write(`${failure.message}\n`);
+    process.exit(failure.exitCode);
+  }
+}
 
+async function runSingle(config: OriginConfig): Promise<void> {
   const { startOrigin } = await import("./start-origin.ts");
 
   let origin: Awaited<ReturnType<typeof startOrigin>>;

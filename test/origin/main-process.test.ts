@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -84,11 +84,52 @@ describe("node src/origin/main.ts", () => {
       },
       /^origin: DATABASE_URL: .*items\.sqlite is not a usable SQLite database \(file is not a database\): restore it from a backup, or move it away/m,
     ],
+    [
+      "a file beside it it cannot lock (its -owner path a directory)",
+      (dir: string) => {
+        mkdirSync(join(dir, "items.sqlite-owner"));
+        return join(dir, "items.sqlite");
+      },
+      /^origin: DATABASE_URL: cannot open .*items\.sqlite-owner \(unable to open database file\): the origin locks that file beside .*items\.sqlite while it runs .*it must be a file, or absent, in a directory this user may write\.$/m,
+    ],
   ])("refuses %s as its SQLite file with exit code 2 and the fix, not a stack and a restart loop", async (_, path, message) => {
     const p = run({ DATABASE_URL: path(tempDir()) });
     expect((await p.exited).code).toBe(2);
     expect(p.stderr()).toMatch(message);
     expect(p.stderr()).not.toMatch(/\n\s+at /);
+  });
+
+  it("refuses a second origin on its SQLite file (exit 75, naming the holder), single or cluster; a crash frees the file at once", async () => {
+    const database = join(tempDir(), "data", "items.sqlite");
+    const first = run({ DATABASE_URL: database }, ["--seed=3"]);
+    const { port } = await started(first);
+    expect((await once(port, withBody("PUT", "/items/4", '{"by":"first"}'))).status).toBe(204);
+
+    const holder = (pid: number | undefined) =>
+      new RegExp(`^origin: DATABASE_URL: another origin \\(process ${pid}\\) is serving .*items\\.sqlite: it holds the lock on .*items\\.sqlite-owner\\..*Stop the other one; for more processes on this file set ORIGIN_PROCESSES; for several instances use PostgreSQL`, "m");
+    for (const env of [{}, { ORIGIN_PROCESSES: "2" }] as Record<string, string>[]) {
+      const second = run({ DATABASE_URL: database, ...env }, ["--seed=5"]);
+      expect((await second.exited).code).toBe(75); // EX_TEMPFAIL: a service manager retries until the other one stops
+      expect(second.stderr()).toMatch(holder(first.child.pid));
+      expect(second.stderr()).not.toMatch(/\n\s+at /);
+      expect(second.stdout()).toBe(""); // it never listened, and no worker started
+    }
+    expect((await once(port, get("/items/4"))).text).toContain('{"by":"first"}');
+    expect((await once(port, get("/items/5"))).status).toBe(404); // the refused ones seeded nothing
+
+    first.child.kill("SIGKILL"); // no shutdown hook runs: the operating system drops the lock
+    await first.exited;
+    const cluster = run({ DATABASE_URL: database, ORIGIN_PROCESSES: "2" });
+    const clustered = await started(cluster);
+    expect((await once(clustered.port, get("/items/4"))).text).toContain('{"by":"first"}');
+    const single = run({ DATABASE_URL: database });
+    expect((await single.exited).code).toBe(75);
+    expect(single.stderr()).toMatch(holder(cluster.child.pid)); // the primary holds it for its workers
+
+    cluster.child.kill("SIGTERM");
+    expect(await cluster.exited).toEqual({ code: 0, signal: null });
+    const after = run({ DATABASE_URL: database });
+    await started(after);
   });
 
   it("tells a directory it may not create (EACCES from mkdir) from a port it may not listen on (EACCES from listen)", () => {

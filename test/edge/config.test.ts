@@ -50,6 +50,8 @@ const REFUSED: Array<[string, EdgeVars, string, RegExp]> = [
   ["a method no registry knows (a typo)", { CORS_ALLOW_METHODS: "GET,PACTH" }, "CORS_ALLOW_METHODS", /"PACTH" is not an HTTP method .*check the spelling/],
   ["lowercase put never matches", { CORS_ALLOW_METHODS: "put" }, "CORS_ALLOW_METHODS", /write "PUT"/],
   ["allowed header that is not a token", { CORS_ALLOW_HEADERS: "x-a(b)" }, "CORS_ALLOW_HEADERS", /not a valid header name/],
+  ["an allowed header listed twice in different case", { CORS_ALLOW_HEADERS: "X-Foo,x-foo" }, "CORS_ALLOW_HEADERS", /"X-Foo" and "x-foo" are the same header \(header names ignore case\); list it once/],
+  ["an exposed header listed twice in different case", { CORS_EXPOSE_HEADERS: "ETag,etag" }, "CORS_EXPOSE_HEADERS", /"ETag" and "etag" are the same header/],
   ["exposed header that is not a token", { CORS_EXPOSE_HEADERS: "x:y" }, "CORS_EXPOSE_HEADERS", /not a valid header name/],
   ["credentials not a boolean", { CORS_ALLOW_CREDENTIALS: "yes" }, "CORS_ALLOW_CREDENTIALS", /"true" or "false"/],
   ["private network not a boolean", { CORS_ALLOW_PRIVATE_NETWORK: "1" }, "CORS_ALLOW_PRIVATE_NETWORK", /"true" or "false"/],

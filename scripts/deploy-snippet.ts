@@ -213,8 +213,10 @@ if (accepted(listed)) {
   // Replacing a list we could not read would delete the zone's other rules.
   if (rules === undefined) fail(`1. read rules: the answer's "result" is not a list of rules (HTTP ${listed.status}); nothing was changed`);
   existing = rules;
-} else if (!(listed.json && (listed.status === 404 || (listed.errors ?? []).some((e) => e.code === 10003)))) {
-  // 404 / 10003 from the API: the zone has no snippet rules yet. Anything else stops us before anything changed.
+} else if (!(listed.json && (listed.errors ?? []).some((e) => e.code === 10003))) {
+  // Error 10003 from the API: the zone has no snippet rules yet. Anything else stops us before anything
+  // changed, a 404 with another error too (a wrong zone or route): writing back a list we did not read
+  // would delete the zone's other rules.
   apiFailure("1. read rules", listed);
 }
 console.log(`1. the zone has ${existing.length} snippet rule(s)`);

@@ -1,21 +1,22 @@
 // `npm start [-- --port N] [--ip ADDRESS] [--var NAME:VALUE ...] [OTHER WRANGLER DEV ARGS]`: the whole stack on
 // this machine: the origin cache service on 127.0.0.1:8788 (SQLite under ./data/, seeded with sample items on
 // first run; PORT and METRICS_PORT move it) and the worker under `wrangler dev` on 127.0.0.1:8787 in front of
-// it. Ctrl-C stops both.
+// it. Ctrl-C (or SIGTERM, or closing the terminal) stops both.
 //
-// The worker's vars (wrangler.toml and the --var arguments) are validated first, with the code
-// `npm run check` runs: a refused configuration prints check's message and nothing starts, instead of a
-// worker that answers every request 500. A piece that fails to start is reported in one line, with the fix
+// The worker's vars (wrangler.toml, the local .dev.vars or .env files wrangler dev reads, and the --var
+// arguments) are validated first, with the code `npm run check` runs: a refused configuration prints check's
+// message and nothing starts, instead of a worker that answers every request 500. A piece that fails to start is reported in one line, with the fix
 // when it is known (a port taken), and the other is stopped.
 import { existsSync, readFileSync } from "node:fs";
-import { resolve } from "node:path";
+import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseEnv } from "node:util";
 import { parseEdgeConfig, type EdgeSpec } from "../src/edge/config/parse-edge-config.ts";
 import { readToken } from "../src/origin/config/origin-var-readers.ts";
 import { ConfigError, type ConfigProblem } from "../src/shared/config/config-error.ts";
 import { ExitedBeforeReady, freePort, localUrl, ROOT, type Running, startOrigin, startWranglerDev } from "./lib/local-stack.ts";
-import { envFlag, type FlagSpec, readWranglerVars, usageText, UsageError, varFlags } from "./lib/wrangler-vars.ts";
+import { Teardown } from "./lib/teardown.ts";
+import { envFlag, type FlagSpec, PLAIN_VAR_NAMES, readWranglerVars, usageText, UsageError, varFlags, wranglerConfigPath } from "./lib/wrangler-vars.ts";
 
 const DEFAULT_WORKER_PORT = 8787;
 const DEFAULT_ORIGIN_PORT = 8788;
@@ -98,16 +99,34 @@ export function workerLocalToken(root: string, envName: string | undefined): { t
     const path = resolve(root, file);
     return existsSync(path) ? parseEnv(readFileSync(path, "utf8")).ORIGIN_TOKEN : null;
   };
-  for (const file of envName === undefined ? [".dev.vars"] : [`.dev.vars.${envName}`, ".dev.vars"]) {
+  for (const file of devVarsFiles(envName)) {
     const token = read(file);
     if (token !== null) return token ? { token, file } : undefined;
   }
   let found: { token: string; file: string } | undefined;
-  for (const file of [".env", ".env.local", ...(envName === undefined ? [] : [`.env.${envName}`, `.env.${envName}.local`])]) {
+  for (const file of dotEnvFiles(envName)) {
     const token = read(file);
     if (token) found = { token, file };
   }
   return found;
+}
+
+/** wrangler dev's local vars files, the first that exists: they override wrangler.toml's vars. */
+const devVarsFiles = (envName: string | undefined) => (envName === undefined ? [".dev.vars"] : [`.dev.vars.${envName}`, ".dev.vars"]);
+/** Read only when no devVarsFiles exists, every one that does, later ones winning. */
+const dotEnvFiles = (envName: string | undefined) => [".env", ".env.local", ...(envName === undefined ? [] : [`.env.${envName}`, `.env.${envName}.local`])];
+
+/**
+ * The vars `wrangler dev` takes from the worker's local files (where workerLocalToken looks, every name), on
+ * top of wrangler.toml's and under `--var`'s; `from` names the files. Undefined when there are none.
+ */
+export function workerLocalVars(root: string, envName: string | undefined): { vars: Record<string, string>; from: string } | undefined {
+  const present = (file: string) => existsSync(resolve(root, file));
+  const read = (file: string) => parseEnv(readFileSync(resolve(root, file), "utf8")) as Record<string, string>;
+  const devVars = devVarsFiles(envName).find(present);
+  const files = devVars !== undefined ? [devVars] : dotEnvFiles(envName).filter(present);
+  if (files.length === 0) return undefined;
+  return { vars: Object.assign({}, ...files.map(read)) as Record<string, string>, from: files.join(" and ") };
 }
 
 /**
@@ -136,16 +155,30 @@ export function originTokenFor(
   return chosen;
 }
 
-/** Validates the worker's vars as `npm run check` does; throws check's message (an Error) if refused. */
-export function checkWorkerVars(argv: readonly string[], envName: string | undefined, originUrl: string): EdgeSpec {
-  const where = envName ? `wrangler.toml [env.${envName}]` : "wrangler.toml [vars]";
+/**
+ * Validates the worker's vars as `npm run check` does, with what wrangler dev adds on top: the vars of its
+ * local files (`local`: workerLocalVars; other names there, such as ORIGIN_TOKEN, are not vars) and start's
+ * ORIGIN_URL. Throws check's message (an Error) if refused.
+ */
+export function checkWorkerVars(
+  argv: readonly string[],
+  envName: string | undefined,
+  originUrl: string,
+  local?: { vars: Record<string, string>; from: string },
+): EdgeSpec {
+  const localVars = Object.fromEntries(Object.entries(local?.vars ?? {}).filter(([name]) => PLAIN_VAR_NAMES.has(name)));
+  const withLocal = Object.keys(localVars).length > 0 ? ` with ${local!.from}` : "";
+  let where = `wrangler.toml ${envName ? `[env.${envName}]` : "[vars]"}${withLocal}`;
   try {
+    const configPath = wranglerConfigPath(argv);
+    where = `${configPath} ${envName ? `[env.${envName}]` : "[vars]"}${withLocal}`;
     // start's ORIGIN_URL goes first on wrangler dev's command line, so a --var ORIGIN_URL wins, here too.
-    return parseEdgeConfig(readWranglerVars("wrangler.toml", envName, { ORIGIN_URL: originUrl, ...varFlags(argv) }));
+    return parseEdgeConfig(readWranglerVars(configPath, envName, { ...localVars, ORIGIN_URL: originUrl, ...varFlags(argv) }));
   } catch (error) {
     throw new Error(error instanceof ConfigError ? `${where}: ${error.message}` : error instanceof Error ? error.message : String(error));
   }
 }
+
 
 // Wrangler colours its errors even with NO_COLOR.
 const plain = (text: string) => text.replace(/\x1b\[[0-9;]*m/g, "");
@@ -227,27 +260,38 @@ async function main(): Promise<void> {
   let spec: EdgeSpec;
   let token: { token: string; from: string } | undefined;
   try {
-    spec = checkWorkerVars(argv, plan.envName, originUrl);
-    token = originTokenFor(process.env, workerLocalToken(ROOT, plan.envName));
+    // wrangler dev reads its local files beside the configuration it uses.
+    const configDir = dirname(wranglerConfigPath(argv));
+    spec = checkWorkerVars(argv, plan.envName, originUrl, workerLocalVars(configDir, plan.envName));
+    token = originTokenFor(process.env, workerLocalToken(configDir, plan.envName));
   } catch (error) {
     console.error(`${(error as Error).message}\nnpm start: refused; nothing was started.`);
     process.exit(1);
   }
 
   // Signals are ours from the start: the children run in their own process groups (local-stack), so a
-  // Ctrl-C while one is still starting would otherwise leave it running.
+  // Ctrl-C, a SIGTERM or a closed terminal (SIGHUP) while one is still starting would otherwise leave it
+  // running. A piece that is up is also watched from outside (Teardown.guardGroup): if this process is
+  // killed outright, its group is stopped within a second or so.
+  const teardown = new Teardown();
   const started: Running[] = [];
   let pending: Promise<Running> | undefined;
   let stopping = false;
+  teardown.add(async () => {
+    const late = await pending?.catch(() => undefined);
+    const pieces = [...started, ...(late && !started.includes(late) ? [late] : [])];
+    await Promise.all(pieces.map(async (running) => {
+      await running.stop();
+      teardown.forgetGroup(running.child);
+    }));
+  });
+  teardown.installSignalHandlers(() => 0, () => (stopping = true));
   const stop = async (code: number) => {
     if (stopping) return;
     stopping = true;
-    const late = await pending?.catch(() => undefined);
-    await Promise.all([...started, ...(late && !started.includes(late) ? [late] : [])].map((running) => running.stop()));
+    await teardown.run();
     process.exit(code);
   };
-  process.on("SIGINT", () => void stop(0));
-  process.on("SIGTERM", () => void stop(0));
 
   // Once stopping, a piece's start never returns: stop() stops whatever `pending` brought up, then exits.
   const never = () => new Promise<never>(() => {});
@@ -265,6 +309,7 @@ async function main(): Promise<void> {
     }
     if (stopping) return never();
     started.push(running);
+    teardown.guardGroup(running.child);
     running.child.once("exit", (code, signal) => {
       if (stopping) return;
       console.error(`npm start: the ${name} exited (${code ?? signal}); stopping the stack.`);

@@ -1,4 +1,4 @@
-// Everything a cluster run started (origin and worker process groups, the throwaway PostgreSQL, load
+// Everything a cluster run or `npm start` started (origin and worker process groups, the throwaway PostgreSQL, load
 // generators) is stopped on every way out: the run's own end, Ctrl-C (SIGINT), SIGTERM, SIGHUP (a closed
 // terminal), an uncaught error, and a SIGKILL of this process.
 //

@@ -1,14 +1,18 @@
 import { readFileSync } from "node:fs";
+import { isAbsolute, relative, resolve } from "node:path";
 import { parse } from "smol-toml";
 import { EDGE_VARS, type EdgeVarName, type EdgeVars } from "../../src/edge/config/edge-vars.ts";
 
 /** The plain vars (not the secret: it never lives in wrangler.toml, and the Snippet bakes it only on request). */
 const PLAIN_VARS = EDGE_VARS.filter((doc) => !("secret" in doc && doc.secret));
+/** Their names: what may be set in [vars], with --var, or (for wrangler dev) in the local files. */
+export const PLAIN_VAR_NAMES: ReadonlySet<string> = new Set(PLAIN_VARS.map((doc) => doc.name));
 
 /**
  * The worker's vars from wrangler.toml: `[vars]`, or `[env.NAME.vars]` (environments do not inherit vars),
  * with `overrides` of the same names on top (the `--var NAME:VALUE` flags, as wrangler reads them: see
- * `varFlags`).
+ * `varFlags`). A name there that is none of the worker's vars is refused: wrangler would deploy it and the
+ * worker never read it, so a misspelt `CORS_ALLOW_ORIGIN` would pass for "CORS off".
  */
 export function readWranglerVars(
   configPath: string,
@@ -27,6 +31,17 @@ export function readWranglerVars(
       throw new Error(`${configPath} has no [env.${envName}]; known environments: ${known.join(", ") || "none"}.`);
     }
     vars = env.vars ?? {};
+  }
+  const table = envName === undefined ? "[vars]" : `[env.${envName}.vars]`;
+  for (const name of Object.keys(vars)) {
+    if (PLAIN_VARS.some((doc) => doc.name === name)) continue;
+    const known = PLAIN_VARS.map((doc) => doc.name as string);
+    const near = closest(name, known);
+    throw new Error(
+      EDGE_VARS.some((doc) => doc.name === name)
+        ? `${configPath} ${table}: ${name} is a secret, never a var (wrangler would deploy it in plain text); remove it, and use \`wrangler secret put ${name}\` (.dev.vars locally).`
+        : `${configPath} ${table}: ${name} is not one of the worker's vars${near === undefined ? "" : ` (did you mean ${near}?)`}; the worker would never read it. Its vars: ${known.join(", ")}.`,
+    );
   }
   const result: { [name in EdgeVarName]?: string } = {};
   for (const { name } of PLAIN_VARS) {
@@ -70,14 +85,69 @@ export function varFlags(argv: readonly string[]): Record<string, string> {
   return vars;
 }
 
-/** `--env NAME` / `--env=NAME` from argv, as wrangler spells it. */
-export function envFlag(argv: readonly string[]): string | undefined {
+/** The known name within a few typos of `name` (case aside), if exactly one is nearest. */
+function closest(name: string, known: readonly string[]): string | undefined {
+  const scored = known.map((candidate) => ({ candidate, distance: editDistance(name.toUpperCase(), candidate) })).sort((a, b) => a.distance - b.distance);
+  const [best, next] = scored;
+  return best !== undefined && best.distance <= 3 && best.distance !== next?.distance ? best.candidate : undefined;
+}
+
+/** Levenshtein distance: insertions, deletions and substitutions. */
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    row = next;
+  }
+  return row[b.length]!;
+}
+
+/** A value flag of wrangler's (`--config PATH`, `-c PATH`, `--config=PATH`) from argv: the first one given. */
+function wranglerFlag(argv: readonly string[], long: string, short?: string): string | undefined {
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
-    if (arg === "--env" || arg === "-e") return argv[i + 1];
-    if (arg.startsWith("--env=")) return arg.slice("--env=".length);
+    if (arg === long || (short !== undefined && arg === short)) return argv[i + 1];
+    if (arg.startsWith(`${long}=`)) return arg.slice(long.length + 1);
   }
   return undefined;
+}
+
+/**
+ * The wrangler configuration a wrangler command with these arguments reads: `--config/-c PATH`, or
+ * wrangler.toml, in `--cwd DIR` if given (wrangler runs as if started there). Relative to the working
+ * directory when inside it (as messages show it), else absolute. Only TOML is read here.
+ */
+export function wranglerConfigPath(argv: readonly string[]): string {
+  const path = resolve(wranglerFlag(argv, "--cwd") ?? ".", wranglerFlag(argv, "--config", "-c") ?? "wrangler.toml");
+  if (/\.jsonc?$/.test(path)) throw new Error(`${path}: only a TOML wrangler configuration is checked here; write it as wrangler.toml`);
+  const inside = relative(process.cwd(), path);
+  return inside.startsWith("..") || isAbsolute(inside) ? path : inside;
+}
+
+/**
+ * Of a `wrangler deploy` command line, the arguments that decide which vars it deploys (`--env`, `--var`,
+ * `--config`, `--cwd`), for `npm run check` to check exactly those; the rest are wrangler's alone.
+ */
+export function varArguments(argv: readonly string[]): string[] {
+  const kept: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (["--env", "-e", "--config", "-c", "--cwd"].includes(arg)) {
+      kept.push(arg, ...(i + 1 < argv.length ? [argv[++i]!] : []));
+    } else if (arg === "--var") {
+      kept.push(arg);
+      while (i + 1 < argv.length && !argv[i + 1]!.startsWith("-")) kept.push(argv[++i]!);
+    } else if (/^--(env|config|cwd|var)=/.test(arg)) {
+      kept.push(arg);
+    }
+  }
+  return kept;
+}
+
+/** `--env NAME` / `--env=NAME` from argv, as wrangler spells it. */
+export function envFlag(argv: readonly string[]): string | undefined {
+  return wranglerFlag(argv, "--env", "-e");
 }
 
 /** One flag a script takes. Its usage line is built from the same entry, so the help and the parser agree. */

@@ -3,13 +3,13 @@
 // as `npm run check` validates them before anything starts, a piece that fails to start reported in one
 // line with its fix, and the banner. Starting the whole stack (wrangler dev) is left to the end-to-end tests.
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { freePort, ExitedBeforeReady } from "../../scripts/lib/local-stack.ts";
-import { checkWorkerVars, describeStartFailure, originTokenFor, planStart, runningBanner, workerLocalToken } from "../../scripts/start.ts";
+import { checkWorkerVars, describeStartFailure, originTokenFor, planStart, runningBanner, workerLocalToken, workerLocalVars } from "../../scripts/start.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const dir = mkdtempSync(join(tmpdir(), "slim-edge-start-"));
@@ -136,6 +136,43 @@ describe("the origin's token", () => {
     write(".dev.vars.staging", "ORIGIN_TOKEN=b");
     expect(workerLocalToken(root, "staging")).toEqual({ token: "b", file: ".dev.vars.staging" });
     expect(workerLocalToken(root, undefined)).toEqual({ token: "a", file: ".dev.vars" });
+  });
+});
+
+describe("the worker's local vars", () => {
+  it("are read where wrangler dev reads them (every name, the .env files merged) and checked on top of wrangler.toml, under --var", () => {
+    const root = join(dir, "worker-vars");
+    mkdirSync(root);
+    const write = (file: string, text: string) => writeFileSync(join(root, file), text);
+    expect(workerLocalVars(root, undefined)).toBeUndefined();
+    write(".env", "CORS_ALLOW_ORIGINS=https://a.example.com\nEDGE_CACHE_TTL=5");
+    write(".env.local", "EDGE_CACHE_TTL=7");
+    expect(workerLocalVars(root, undefined)).toEqual({ vars: { CORS_ALLOW_ORIGINS: "https://a.example.com", EDGE_CACHE_TTL: "7" }, from: ".env and .env.local" });
+    write(".dev.vars", "CORS_ALLOW_ORIGINS=*\nCORS_ALLOW_CREDENTIALS=true\nORIGIN_TOKEN=not-a-var-0123456789\nSOMETHING_ELSE=1");
+    const local = workerLocalVars(root, undefined)!;
+    expect(local.from).toBe(".dev.vars");
+
+    const origin = "http://127.0.0.1:8788";
+    expect(() => checkWorkerVars([], undefined, origin, local)).toThrow(/^wrangler\.toml \[vars\] with \.dev\.vars: slim-edge refuses this configuration:\n {2}CORS_ALLOW_ORIGINS: "\*" cannot be combined with CORS_ALLOW_CREDENTIALS=true/);
+    // A --var beats the file, as in wrangler dev; names that are not the worker's vars are not checked as vars.
+    const spec = checkWorkerVars(["--var", "CORS_ALLOW_CREDENTIALS:false"], undefined, origin, local);
+    expect(spec.cors.anyOrigin).toBe(true);
+    expect(spec.cors.credentials).toBe(false);
+  });
+
+  it("a .dev.vars the worker would refuse stops npm start before anything starts, naming the file", async () => {
+    const root = join(dir, "dev-vars-refused");
+    mkdirSync(root);
+    writeFileSync(join(root, "wrangler.toml"), readFileSync(join(ROOT, "wrangler.toml"), "utf8"));
+    writeFileSync(join(root, ".dev.vars"), "CORS_ALLOW_ORIGINS=*\nCORS_ALLOW_CREDENTIALS=true\n");
+    const port = await freePort();
+    const database = join(dir, "dev-vars-refused.sqlite");
+    const result = runStart(["--port", "0", "--config", join(root, "wrangler.toml")], { PORT: String(port), DATABASE_URL: database });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain(`${join(root, "wrangler.toml")} [vars] with .dev.vars: slim-edge refuses this configuration:`);
+    expect(result.stderr).toContain("npm start: refused; nothing was started.");
+    expect(existsSync(database)).toBe(false);
+    expect(await listening(port)).toBe(false);
   });
 });
 
@@ -273,6 +310,33 @@ describe("npm start, the whole stack", () => {
       child.kill("SIGINT");
       expect(await exited).toBe(0);
     }
+  }, 90_000);
+
+  it("stops both pieces when its terminal closes (SIGHUP), as on Ctrl-C: no port stays taken", async () => {
+    const originPort = await freePort();
+    const child = spawn(process.execPath, ["scripts/start.ts", "--port", "0"], {
+      cwd: ROOT,
+      env: cleanEnv({ PORT: String(originPort), METRICS_PORT: "off", DATABASE_URL: join(dir, "hangup.sqlite") }),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text));
+    const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)));
+    await new Promise<void>((done, fail) => {
+      child.stdout.setEncoding("utf8").on("data", (text: string) => {
+        stdout += text;
+        if (stdout.includes("slim-edge is running")) done();
+      });
+      child.once("exit", (code) => fail(new Error(`npm start exited (${code}) before it was ready: ${stderr}`)));
+    });
+    const workerPort = Number(/worker \(edge\)\s+http:\/\/127\.0\.0\.1:(\d+)/.exec(stdout)![1]);
+    expect(await listening(workerPort)).toBe(true);
+    // Only start.ts gets the signal: its pieces run in process groups of their own.
+    child.kill("SIGHUP");
+    expect(await exited).toBe(0);
+    expect(await listening(originPort)).toBe(false);
+    expect(await listening(workerPort)).toBe(false);
   }, 90_000);
 });
 

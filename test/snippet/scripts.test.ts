@@ -336,6 +336,19 @@ describe("npm run deploy:snippet against the API (a loopback stand-in)", () => {
     }
   });
 
+  it("a 404 with another error than 10003 (a wrong route, not an empty zone) stops before anything is sent", async () => {
+    const notRouted = JSON.stringify({ success: false, errors: [{ code: 7003, message: "Could not route to /zones/…/snippets/snippet_rules" }], result: null });
+    const stand = await api((method) => (method === "GET" ? { status: 404, body: notRouted } : { status: 200, body: ok([]) }));
+    try {
+      const { status, stderr } = await deploy(stand.base);
+      expect(status).toBe(1);
+      expect(stderr).toContain("deploy:snippet: 1. read rules failed (HTTP 404):\n  [7003] Could not route");
+      expect(stand.got.map((r) => r.method)).toEqual(["GET"]);
+    } finally {
+      await stand.close();
+    }
+  });
+
   it("a zone with no rules yet (the API's 404) gets a list of this rule alone", async () => {
     const noRules = JSON.stringify({ success: false, errors: [{ code: 10003, message: "not found" }], result: null });
     const stand = await api((method) => (method === "GET" ? { status: 404, body: noRules } : { status: 200, body: ok([]) }));
@@ -368,6 +381,22 @@ describe("npm run deploy", () => {
     expect(wrangler.called()).toBeUndefined();
   });
 
+  it("checks the configuration wrangler deploy is given (--config), not wrangler.toml, and passes wrangler's own flags on untouched", () => {
+    const wrangler = fakeWrangler();
+    const config = join(dir, "unsafe.toml");
+    writeFileSync(config, readFileSync(join(ROOT, "wrangler.toml"), "utf8").replace('CORS_ALLOW_ORIGINS = ""', 'CORS_ALLOW_ORIGINS = "*"').replace('CORS_ALLOW_CREDENTIALS = "false"', 'CORS_ALLOW_CREDENTIALS = "true"'));
+    const refused = run("scripts/deploy.ts", ["--config", config, "--dry-run", "--outdir", join(dir, "out")], wrangler.env);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toContain(`${config} [vars]: slim-edge refuses this configuration:`);
+    expect(wrangler.called()).toBeUndefined();
+
+    const safe = ["-c", join(ROOT, "wrangler.toml"), "--dry-run", "--minify", "--env", "staging", "--var", "EDGE_CACHE_TTL:30"];
+    const deployed = run("scripts/deploy.ts", safe, wrangler.env);
+    expect(deployed.status, deployed.stderr).toBe(0);
+    expect(deployed.stdout).toContain("wrangler.toml [env.staging]: configuration OK");
+    expect(wrangler.called()).toBe(`deploy ${safe.join(" ")}`);
+  });
+
   it("a configuration that passes the check is deployed with the same arguments", () => {
     const wrangler = fakeWrangler();
     const args = ["--var", "CORS_ALLOW_ORIGINS:https://app.example.com"];
@@ -387,6 +416,40 @@ describe("npm run check", () => {
     const flags = run("scripts/check-config.ts", ["--var", "ORIGIN_URL:https://o.example.com:8443", "CORS_ALLOW_ORIGINS:https://app.example.com"]);
     expect(flags.stdout).toContain("configuration OK (origin https://o.example.com:8443; CORS https://app.example.com)");
     expect(run("scripts/check-config.ts", ["--var=CORS_ALLOW_ORIGINS:https://a.example.com"]).stdout).toContain("CORS https://a.example.com");
+  });
+
+  it("refuses an argument it does not know (exit 2, with its usage), so a misspelt --env never passes for a check of [vars]", () => {
+    const result = run("scripts/check-config.ts", ["--evn", "staging"]);
+    expect(result.status).toBe(2);
+    expect(result.stdout).toBe("");
+    expect(result.stderr).toMatch(/^usage: npm run check/);
+    expect(result.stderr.trimEnd().split("\n").at(-1)).toBe("check: unknown argument --evn");
+  });
+
+  it("refuses a name in [vars] that is none of the worker's vars, or a secret, naming the nearest var", () => {
+    const toml = readFileSync(join(ROOT, "wrangler.toml"), "utf8");
+    const cases: [string, string][] = [
+      ['CORS_ALLOW_ORIGINS = ""', "CORS_ALLOW_ORIGIN is not one of the worker's vars (did you mean CORS_ALLOW_ORIGINS?); the worker would never read it."],
+      ['EDGE_CACHE_TTL = "60"', "ORIGIN_TOKEN is a secret, never a var (wrangler would deploy it in plain text); remove it, and use `wrangler secret put ORIGIN_TOKEN`"],
+    ];
+    for (const [line, message] of cases) {
+      const config = join(dir, `wrangler-${Math.random().toString(36).slice(2)}.toml`);
+      const replaced = line.startsWith("CORS") ? 'CORS_ALLOW_ORIGIN = "https://app.example.com"' : `${line}\nORIGIN_TOKEN = "s3cret-s3cret-s3cret"`;
+      writeFileSync(config, toml.replace(line, replaced));
+      const result = run("scripts/check-config.ts", ["--config", config]);
+      expect(result.status, line).toBe(1);
+      expect(result.stdout).toBe("");
+      expect(result.stderr).toContain(`${config} [vars]: ${message}`);
+    }
+  });
+
+  it("reads the file wrangler would deploy: --config / -c, relative to --cwd", () => {
+    const config = join(dir, "other.toml");
+    writeFileSync(config, readFileSync(join(ROOT, "wrangler.toml"), "utf8").replace('CORS_ALLOW_ORIGINS = ""', 'CORS_ALLOW_ORIGINS = "https://other.example.com"'));
+    for (const args of [["--config", config], [`--config=${config}`], ["-c", config], ["--cwd", dir, "-c", "other.toml"]]) {
+      const result = run("scripts/check-config.ts", args);
+      expect(result.stdout, args.join(" ")).toBe(`${config} [vars]: configuration OK (origin http://127.0.0.1:8788; CORS https://other.example.com)\n`);
+    }
   });
 
   it("refuses a --var it cannot honour, naming the fix, and checks nothing", () => {

@@ -19,6 +19,7 @@ import {
   functionState,
   grants,
   missingPrivileges,
+  otherFedTables,
   resolveRelation,
   sameButCase,
   SCHEMA_LOCK,
@@ -99,6 +100,14 @@ try {
   process.stdout.write(
     `feed:install: changes of ${done.table} (id column ${idColumn}) now reach every origin instance through the change log ${qualify(done.schema, CHANGES_TABLE)} in ${redact(url)}\n`,
   );
+  // Not refused here: the tables of one view (ITEMS_TABLE) are installed one at a time. The origin, which
+  // knows what it serves, refuses to start beside another deployment.
+  if (done.others.length > 0) {
+    process.stderr.write(
+      `feed:install: note: the change log also records changes of ${done.others.join(", ")}. That is right if ITEMS_TABLE is a view that reads ${done.others.length > 1 ? "them" : "it"} and ${done.table}; ` +
+        `if ${done.others.length > 1 ? "they belong" : "it belongs"} to another deployment, an origin serving either refuses to start (one deployment per database: docs/limits.md).\n`,
+    );
+  }
 } catch (error) {
   failure = explain(error, redact(url));
 } finally {
@@ -118,7 +127,7 @@ function explain(error: unknown, display: string): string {
 }
 
 /** Checks the table and the column, then creates what is missing, replaces what is outdated, re-creates the triggers. */
-async function install(tx: TransactionSql): Promise<{ table: string; schema: string }> {
+async function install(tx: TransactionSql): Promise<{ table: string; schema: string; others: string[] }> {
   await tx.unsafe(SCHEMA_LOCK);
   let relation: Awaited<ReturnType<typeof resolveRelation>>;
   try {
@@ -181,7 +190,7 @@ async function install(tx: TransactionSql): Promise<{ table: string; schema: str
   statements.push(triggerSql(relation.sql, idColumn, schema));
   if (grantTo !== undefined) statements.push(await grantToStatements(tx, relation, schema, grantTo));
   await tx.unsafe(statements.join(""));
-  return { table: relation.sql, schema };
+  return { table: relation.sql, schema, others: await otherFedTables(tx, [relation.oid]) };
 }
 
 /**

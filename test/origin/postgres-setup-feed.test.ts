@@ -34,6 +34,11 @@ async function role(name: string, db: string): Promise<void> {
 }
 const as = (url: string, name: string) => url.replace("postgres://postgres@", `postgres://${name}:${name}-pw@`);
 
+/** Drop the triggers feed:install put on `table`: it is served no more (one deployment per database). */
+function unfeed(db: string, table: string): Promise<string> {
+  return postgres.pg.sql(`DROP TRIGGER slim_edge_record_change ON ${table}; DROP TRIGGER slim_edge_record_change_truncate ON ${table};`, db);
+}
+
 /** The arguments of the `npm run feed:install -- …` command a refusal names (plain words and '…' only). */
 function commandIn(message: string): string[] {
   const command = /`npm run feed:install -- ([^`]*)`/.exec(message)?.[1];
@@ -130,6 +135,7 @@ describe("the triggers feed:install installs and the origin checks", () => {
     expect((await refusal(url, spec("over_mv"))).message).toMatch(/^the view public.over_mv reads public.mv, a materialized view/);
     expect(await feedInstall(url, ["--table", "outer_v"])).toEqual({ code: 2, out: expect.stringMatching(/public.outer_v is a view: run this for each table it reads \(public.base\)/) });
     expect(await feedInstall(url, ["--table", "base"])).toMatchObject({ code: 0 });
+    await unfeed(db, "other"); // it only brought the log
     expect((await preparePostgres(options(url), spec("outer_v")))!.table).toBe("public.outer_v");
     expect((await refusal(url, spec("over_mv"))).message).toMatch(/materialized view/);
   });
@@ -157,9 +163,13 @@ describe("ids and names", () => {
        CREATE TABLE products (id text PRIMARY KEY, doc jsonb); INSERT INTO products VALUES ('a', '{"t": "products"}');`,
       db,
     );
-    expect(await feedInstall(url, ["--table", '"MyItems"'])).toMatchObject({ code: 0, out: expect.stringMatching(/changes of public."MyItems"/) });
-    expect(await feedInstall(url, ["--table", '"Shop"."Items"'])).toMatchObject({ code: 0, out: expect.stringMatching(/changes of "Shop"."Items"/) });
-    for (const [table, body] of [['"MyItems"', '{"t":"MyItems"}'], ['"Shop"."Items"', '{"t":"Shop"}']] as const) {
+    // One after the other (one deployment per database): each served alone, the one before unfed.
+    for (const [table, name, body, before] of [
+      ['"MyItems"', 'public."MyItems"', '{"t":"MyItems"}', undefined],
+      ['"Shop"."Items"', '"Shop"."Items"', '{"t":"Shop"}', '"MyItems"'],
+    ] as const) {
+      if (before !== undefined) await unfeed(db, before);
+      expect(await feedInstall(url, ["--table", table])).toMatchObject({ code: 0, out: expect.stringContaining(`changes of ${name}`) });
       const origin = await startOnPostgres(url, { ITEMS_TABLE: table, ITEMS_JSON_COLUMN: "doc" });
       const res = await fetch(`${origin.url}/items/a`);
       expect([res.status, await res.text()]).toEqual([200, body]);
@@ -169,6 +179,7 @@ describe("ids and names", () => {
     const unfed = await refusal(url, spec("Products"));
     expect(unfed.message).toMatch(/no trigger feeds changes of public.products/);
     expect(await feedInstall(url, commandIn(unfed.message))).toMatchObject({ code: 0 });
+    await unfeed(db, '"Shop"."Items"');
     expect((await preparePostgres(options(url), spec("Products")))!.table).toBe("public.products");
   });
 
@@ -262,6 +273,7 @@ describe("feed:install's refusals: exit 2, a message that names the fix, and not
       message: expect.stringMatching(/^the change log "feed"\."slim_edge_changes" is not on the search_path of role postgres: as postgres itself \(or a superuser\), run `(ALTER ROLE "postgres" IN DATABASE "[^"]+" SET search_path = "\$user", public, "feed";)` and start again/),
     });
     await postgres.pg.sql(/`(ALTER ROLE [^`]+)`/.exec(unseen.message)![1]!, db);
+    await unfeed(db, "first_items");
     expect((await preparePostgres(options(url), spec("second_items")))!.table).toBe("public.second_items");
   });
 
@@ -301,6 +313,7 @@ describe("feed:install's refusals: exit 2, a message that names the fix, and not
     await postgres.pg.sql(/`(GRANT [^`]+)`/.exec(ungranted.out)![1]!, db);
     expect(await feedInstall(owner, ["--table", "their_items", "--grant-to", "setup_origin"])).toMatchObject({ code: 0 });
     await postgres.pg.sql("INSERT INTO their_items VALUES ('t-1')", db);
+    await unfeed(db, "first_items"); // it only brought the log
     const origin = await startOnPostgres(as(url, "setup_origin"), { ITEMS_TABLE: "their_items" });
     expect([(await fetch(`${origin.url}/items/t-1`)).status, (await fetch(`${origin.url}/items/t-2`)).status]).toEqual([200, 404]);
 

@@ -182,8 +182,43 @@ describe("serving the user's own table", () => {
     const view = await startOrigin({ config: testConfig({ DATABASE_URL: url, ITEMS_TABLE: "catalogue", ITEMS_JSON_COLUMN: "doc" }), log: () => {} }).catch((e: unknown) => e);
     expect((view as ConfigError).problems[0]!.message).toMatch(/no trigger feeds changes of public\.products \(a table the view public\.catalogue reads\)/);
     await feedInstall(url, ["--table", "products", "--id-column", "sku"]);
+    // orders, fed to bring the log, is no table of the view: another deployment, as far as the origin can tell.
+    const beside = await startOrigin({ config: testConfig({ DATABASE_URL: url, ITEMS_TABLE: "catalogue", ITEMS_JSON_COLUMN: "doc" }), log: () => {} }).catch((e: unknown) => e);
+    expect((beside as ConfigError).problems).toEqual([
+      {
+        variable: "ITEMS_TABLE",
+        message: expect.stringMatching(
+          /^the change log also records changes of public\.orders \(a trigger calls slim_edge_record_change there\), which this origin does not serve \(it serves public\.catalogue\).*if public\.orders is served no more, drop its triggers: `(DROP TRIGGER slim_edge_record_change ON public\.orders; DROP TRIGGER slim_edge_record_change_truncate ON public\.orders;)`\.$/,
+        ),
+      },
+    ]);
+    await postgres.pg.sql(/`(DROP TRIGGER [^`]+)`/.exec((beside as ConfigError).problems[0]!.message)![1]!, db);
     const served = await startOnPostgres(url, { ITEMS_TABLE: "catalogue", ITEMS_JSON_COLUMN: "doc" });
     expect((await get(`${served.url}/items/B-2`)).body).toBe('{"name":"bolt"}');
+  });
+
+  it("refuses a second deployment in the database, either way round, before it changes anything; feed:install says what it means", async () => {
+    const { url, db } = await catalogue();
+    const own = await startOnPostgres(url); // the origin's own table, slim_edge_items, and its triggers
+    await own.close();
+    const installed = await feedInstall(url, ["--table", "products", "--id-column", "sku"]);
+    expect(installed).toMatchObject({
+      code: 0,
+      out: expect.stringContaining(
+        "feed:install: note: the change log also records changes of public.slim_edge_items. That is right if ITEMS_TABLE is a view that reads it and public.products; if it belongs to another deployment, an origin serving either refuses to start (one deployment per database: docs/limits.md).",
+      ),
+    });
+    const log = "SELECT count(*) FROM slim_edge_changes";
+    const before = await postgres.pg.sql(log, db);
+    const second = await startOrigin({ config: testConfig({ DATABASE_URL: url, ITEMS_TABLE: "products", ITEMS_ID_COLUMN: "sku" }), log: () => {} }).catch((e: unknown) => e);
+    expect((second as ConfigError).problems).toEqual([
+      { variable: "ITEMS_TABLE", message: expect.stringMatching(/^the change log also records changes of public\.slim_edge_items .*\(it serves public\.products\): another deployment in this database\?.*Give each deployment a database of its own, or serve the tables through one view as ITEMS_TABLE/) },
+    ]);
+    const first = await startOrigin({ config: testConfig({ DATABASE_URL: url }), log: () => {} }).catch((e: unknown) => e);
+    expect((first as ConfigError).problems).toEqual([
+      { variable: "DATABASE_URL", message: expect.stringMatching(/^the change log also records changes of public\.products .*\(it serves "public"\."slim_edge_items"\)/) },
+    ]);
+    expect(await postgres.pg.sql(log, db)).toBe(before); // neither logged "everything changed" nor repaired anything
   });
 
   it("refuses ITEMS_* with the SQLite store, a column without ITEMS_TABLE, and seeding a table it does not own", () => {

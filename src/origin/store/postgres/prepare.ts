@@ -2,10 +2,11 @@
 // recent enough; the origin's own tables, the change log and its triggers exist as this version writes them
 // (only what is missing or outdated is created, under a lock, so several instances may start at once and a
 // role with only DML rights starts once an owner has created them); or the user's table, its columns, the
-// change log and the triggers that feed it are there, and the role may use them. Every refusal names the
-// variable to change and the fix; a server that is not there (yet) is a StoreUnavailableError instead, so
-// that the start is retried rather than refused. feed:install (scripts/feed-install.ts) uses the same
-// inspection to install only what is missing.
+// change log and the triggers that feed it are there, and the role may use them; and no table it does not
+// serve feeds the log (another deployment in the database). Every refusal names the variable to change and
+// the fix; a server that is not there (yet) is a StoreUnavailableError instead, so that the start is retried
+// rather than refused. feed:install (scripts/feed-install.ts) uses the same inspection to install only what
+// is missing.
 
 import type { Sql, TransactionSql } from "postgres";
 import { ConfigError } from "../../../shared/config/config-error.ts";
@@ -232,6 +233,34 @@ export async function viewReads(tx: Tx, view: string): Promise<{ oid: string; ki
 }
 
 /**
+ * Tables outside `ours` (oids) on which a trigger calls the change log's function, in any schema: another
+ * deployment's in this database, or one no longer served. Partitions' copies of a parent's trigger are not
+ * counted (the parent is).
+ */
+export async function otherFedTables(tx: Tx, ours: readonly string[]): Promise<string[]> {
+  const rows = await tx<{ table: string }[]>`
+    SELECT DISTINCT format('%I.%I', n.nspname, c.relname) AS table
+    FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE p.proname = ${TRIGGER_FUNCTION} AND t.tgparentid = 0 AND NOT (t.tgrelid = ANY(${ours as string[]}::oid[]))
+    ORDER BY 1`;
+  return rows.map((r) => r.table);
+}
+
+/**
+ * Why another deployment in the database (otherFedTables) is refused, and the ways out. The change log's
+ * consumers are one per database: the purge leader's lock above all, so one deployment's changes would be
+ * purged into the other's zone, or by no one.
+ */
+export function anotherDeployment(tables: readonly string[], served: string): string {
+  const first = tables[0]!;
+  return (
+    `the change log also records changes of ${tables.join(", ")} (a trigger calls ${TRIGGER_FUNCTION} there), which this origin does not serve (it serves ${served}): ` +
+    "another deployment in this database? Deployments in one database share the purge leader's lock, so one's changes would be purged into the other's zone, or by no one. " +
+    `Give each deployment a database of its own, or serve the tables through one view as ITEMS_TABLE; if ${first} is served no more, drop its triggers: \`DROP TRIGGER ${TRIGGER_NAME} ON ${first}; DROP TRIGGER ${TRUNCATE_TRIGGER_NAME} ON ${first};\`.`
+  );
+}
+
+/**
  * Privileges `role` (default: this session's) lacks: `[privileges, relation]` pairs, e.g. `["UPDATE, DELETE",
  * "public.slim_edge_changes"]`. A relation that is not there is granted nothing.
  */
@@ -312,6 +341,8 @@ async function ownedPlan(tx: Tx, role: string): Promise<{ schema: string; items:
 
 async function ensureOwnedSchema(tx: Tx, role: string): Promise<void> {
   let plan = await ownedPlan(tx, role);
+  const others = await otherFedTables(tx, plan.itemsOid === null ? [] : [plan.itemsOid]);
+  if (others.length > 0) throw refused("DATABASE_URL", anotherDeployment(others, plan.items));
   if (plan.missing.length > 0) {
     // Instances starting together would race on CREATE ... IF NOT EXISTS (it is not atomic): one at a
     // time, each looking again once it holds the lock.
@@ -466,6 +497,9 @@ async function inspectUserTable(tx: Tx, spec: UserTableSpec, role: string): Prom
   const grantTo = relation.owned ? undefined : role;
   const logSchema = await checkChangeLog(tx, relation, spec, role, grantTo);
   await checkTriggers(tx, relation, spec, logSchema, grantTo);
+  const ours = relation.kind === "v" ? (await viewReads(tx, relation.oid)).map((read) => read.oid) : [relation.oid];
+  const others = await otherFedTables(tx, ours);
+  if (others.length > 0) throw refused("ITEMS_TABLE", anotherDeployment(others, relation.sql));
   const lacking = await missingPrivileges(tx, [[relation.sql, ["SELECT"]], ...LOG_PRIVILEGES.map(([name, privileges]) => [qualify(logSchema, name), privileges] as const)]);
   if (lacking.length > 0) {
     throw refused(

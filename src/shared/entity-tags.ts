@@ -9,7 +9,7 @@ export type EntityTagList = "*" | { readonly strong: string[]; readonly opaque: 
 
 /**
  * Parses `"*" / #entity-tag` (RFC 9110 §13.1.1; repeated fields already joined with ", "). `*` only stands
- * alone; empty lists and list elements are allowed (§5.6.1): an empty If-Match matches nothing, an empty
+ * alone (starAlone); empty lists and list elements are allowed (§5.6.1): an empty If-Match matches nothing, an empty
  * If-None-Match holds. Anything else is malformed (undefined): the callers
  * refuse a write whose condition they cannot read, and an If-Match they cannot read matches nothing.
  */
@@ -21,11 +21,7 @@ export function parseEntityTags(header: string): EntityTagList | undefined {
   for (;;) {
     while (i < n && isListSpace(header.charCodeAt(i))) i++;
     if (i >= n) return { strong, opaque }; // possibly empty: `#entity-tag` allows no elements (§5.6.1)
-    if (header.charCodeAt(i) === 0x2a /* * */) {
-      let j = i + 1;
-      while (j < n && isListSpace(header.charCodeAt(j))) j++;
-      return opaque.length === 0 && j === n ? "*" : undefined;
-    }
+    if (header.charCodeAt(i) === 0x2a /* * */) return starAlone(header, i) ? "*" : undefined;
     const weak = header.charCodeAt(i) === 0x57 /* W */ && header.charCodeAt(i + 1) === 0x2f; /* / */
     const start = weak ? i + 2 : i;
     if (header.charCodeAt(start) !== 0x22) return undefined;
@@ -55,6 +51,16 @@ export function ifMatchMatches(header: string, etag: string | undefined): boolea
   const tags = parseEntityTags(header);
   if (tags === undefined) return false;
   return tags === "*" || (!etag.startsWith("W/") && tags.strong.includes(etag));
+}
+
+/**
+ * Whether the `*` at `at` is the whole field value, OWS aside: `"*" / #entity-tag` makes `*` no list element,
+ * so `*,`, `, *` and `"a", *` are malformed (read alike by If-Match and If-None-Match, edge and origin).
+ */
+export function starAlone(header: string, at: number): boolean {
+  for (let i = 0; i < at; i++) if (!isOws(header.charCodeAt(i))) return false;
+  for (let i = at + 1; i < header.length; i++) if (!isOws(header.charCodeAt(i))) return false;
+  return true;
 }
 
 export function isOws(c: number): boolean {

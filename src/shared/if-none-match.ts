@@ -1,7 +1,7 @@
 // RFC 9110 §13.1.2 If-None-Match, evaluated the same way by the edge (against its cached copy) and the origin
 // (against its current version), so a client gets the same 304-or-200 whichever of them answers.
 
-import { isEtagc, isListSpace, isOws } from "./entity-tags.ts";
+import { isEtagc, isListSpace, isOws, starAlone } from "./entity-tags.ts";
 
 /**
  * True when `header` (an If-None-Match field value, repeated fields joined with ", ") matches `etag` under
@@ -17,17 +17,11 @@ export function ifNoneMatchMatches(header: string, etag: string): boolean {
   const tagLength = etag.length - tagStart;
   const n = header.length;
   let i = 0;
-  let sawTag = false;
   let matched = false;
   for (;;) {
     while (i < n && isListSpace(header.charCodeAt(i))) i++;
     if (i >= n) return matched;
-    if (header.charCodeAt(i) === 0x2a /* * */) {
-      // `*` only stands alone.
-      let j = i + 1;
-      while (j < n && isOws(header.charCodeAt(j))) j++;
-      return !sawTag && j === n;
-    }
+    if (header.charCodeAt(i) === 0x2a /* * */) return starAlone(header, i);
     let start = i;
     if (header.charCodeAt(i) === 0x57 /* W */ && header.charCodeAt(i + 1) === 0x2f /* / */) start = i + 2;
     if (header.charCodeAt(start) !== 0x22) return false;
@@ -38,7 +32,6 @@ export function ifNoneMatchMatches(header: string, etag: string): boolean {
     }
     if (end >= n) return false;
     if (end + 1 - start === tagLength && header.startsWith(etag.slice(tagStart), start)) matched = true;
-    sawTag = true;
     i = end + 1;
     while (i < n && isOws(header.charCodeAt(i))) i++;
     if (i < n && header.charCodeAt(i) !== 0x2c) return false;

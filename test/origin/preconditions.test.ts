@@ -64,7 +64,8 @@ describe.each([true, false])("preconditions (fast path %s)", (fastPath) => {
     const c = await RawConnection.open(r.origin.port);
     expect((await c.send(put("a", '{"v":1}'))).header("etag")).toBe(tag(1));
     expect((await c.send(get("/items/a"))).status).toBe(200); // cached
-    for (const ifMatch of ['"nope"', `W/${tag(1)}`, tag(2), `${tag(1)}x`, "", `${tag(1)} ${tag(1)}`, `*, ${tag(1)}`]) {
+    // `*` is the whole value or malformed: `*,` and `, *` are no lists with a `*` in them.
+    for (const ifMatch of ['"nope"', `W/${tag(1)}`, tag(2), `${tag(1)}x`, "", `${tag(1)} ${tag(1)}`, `*, ${tag(1)}`, "*,", ", *", `${tag(1)}, *`]) {
       await refused(r, c, "a", put("a", '{"v":"no"}', { "If-Match": ifMatch }));
     }
     // Cached as before, answered without a store read.
@@ -94,6 +95,8 @@ describe.each([true, false])("preconditions (fast path %s)", (fastPath) => {
     await refused(r, c, "n", put("n", '{"v":2}', { "If-None-Match": "*" }));
     await refused(r, c, "n", put("n", '{"v":2}', { "If-None-Match": `"x", W/${tag(1)}` }));
     await refused(r, c, "n", put("n", '{"v":2}', { "If-None-Match": `${tag(1)}, *` }));
+    // Malformed (not `*`): refused on a missing item too, where `*` would create it.
+    for (const inm of ["*,", ", *", "*, *"]) await refused(r, c, "created-by-star", put("created-by-star", "1", { "If-None-Match": inm }));
     expect((await c.send(put("n", '{"v":2}', { "If-None-Match": `${tag(2)}, "x"` }))).header("etag")).toBe(tag(2));
     // Both: If-Match must hold, then If-None-Match.
     await refused(r, c, "n", put("n", '{"v":3}', { "If-Match": tag(2), "If-None-Match": "*" }));

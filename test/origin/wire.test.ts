@@ -66,7 +66,8 @@ describe("wire bytes, read from a raw socket", () => {
       expect((await c.send(get("/items/1", { "If-None-Match": inm }))).status, inm).toBe(304);
     }
     const bare = t(1).slice(1, -1);
-    for (const inm of [t(2), `W/${t(2)}, ${t(11)}`, `"${bare}`, bare, `${t(1)}x`, `*, ${t(1)}`, '"1"', `"${e}"`]) {
+    // Malformed never matches: `*` is the whole value or nothing (`*,`, `, *`).
+    for (const inm of [t(2), `W/${t(2)}, ${t(11)}`, `"${bare}`, bare, `${t(1)}x`, `*, ${t(1)}`, '"1"', `"${e}"`, "*,", ", *", ` * ,`]) {
       expect((await c.send(get("/items/1", { "If-None-Match": inm }))).status, inm).toBe(200);
     }
     // `*` needs a current representation.

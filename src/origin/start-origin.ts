@@ -195,7 +195,7 @@ async function serve(
   const server = createServer(listener);
   // Without this listener node:http sends `100 Continue` before the request is looked at (body.ts says why not).
   server.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => {
-    expectsContinue(req);
+    expectsContinue(req, res);
     listener(req, res);
   });
   server.keepAliveTimeout = config.keepAliveTimeoutMs;

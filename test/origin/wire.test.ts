@@ -133,6 +133,20 @@ describe("wire bytes, read from a raw socket", () => {
     expect(page).toMatch(/^origin_http_requests_total\{[^}]*status="405"[^}]*\} [1-9]/m);
   });
 
+  it.each([["fast path", "true"], ["node:http only", "false"]])("takes a request target in absolute-form as its path, on either port (RFC 9112 §3.2.2 MUST) (%s)", async (_, fastPath) => {
+    const origin = await start({ ORIGIN_FAST_PATH: fastPath, SEED_SAMPLE_ITEMS: "1" });
+    const metricsPort = Number(new URL(origin.metricsUrl!).port);
+    const c = await RawConnection.open(origin.port);
+    expect((await c.send(get("http://origin/items/1"))).body.toString()).toBe(sampleItem(1));
+    expect((await c.send(get("HTTPS://origin:8443/items/1?x=1", {}, "HEAD"), true)).status).toBe(200);
+    expect((await c.send(withBody("PUT", "http://origin/items/abs", '{"v":1}'))).status).toBe(204);
+    expect((await c.send(get("http://origin/healthz"))).status).toBe(204);
+    expect((await c.send(get("http://origin"))).status).toBe(404);
+    const m = await RawConnection.open(metricsPort);
+    expect((await m.send(get("http://origin/healthz"))).status).toBe(204);
+    expect(await origin.store.get("abs")).toBeDefined();
+  });
+
   it("closes when the client asks, without adding a Connection line", async () => {
     const origin = await start({ SEED_SAMPLE_ITEMS: "1" });
     const c = await RawConnection.open(origin.port);

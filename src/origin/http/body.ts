@@ -8,9 +8,21 @@ import type { IncomingMessage, ServerResponse } from "node:http";
  */
 const awaitingContinue = new WeakSet<IncomingMessage>();
 
-/** node:http's `checkContinue` event: the request expects a 100 (start-origin.ts). */
-export function expectsContinue(req: IncomingMessage): void {
-  awaitingContinue.add(req);
+/** The field node:http keeps on a response whose request expects a 100 (lib/_http_server.js). */
+interface ExpectContinueInternals {
+  _expect_continue?: boolean;
+}
+
+/**
+ * node:http's `checkContinue` event: the request expects a 100 (start-origin.ts). One without a body (no
+ * Content-Length or 0, no Transfer-Encoding: a GET, a DELETE) has nothing to wait for: node would still
+ * close the connection after its answer, as after any final answer sent before the 100 (the client may yet
+ * send a body), dropping the requests pipelined behind it.
+ */
+export function expectsContinue(req: IncomingMessage, res: ServerResponse): void {
+  const { "content-length": length, "transfer-encoding": encoding } = req.headers;
+  if (encoding === undefined && (length === undefined || length === "0")) (res as ServerResponse & ExpectContinueInternals)._expect_continue = false;
+  else awaitingContinue.add(req);
 }
 
 /** About to read `req`'s body: tell a client that waits for it to send it. */

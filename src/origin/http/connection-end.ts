@@ -2,7 +2,7 @@
 // of the origin (item port, metrics port, the cluster primary's metrics) gets these rules; the fast path
 // follows them itself (fast/fast-connection.ts).
 
-import { STATUS_CODES, type Server } from "node:http";
+import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 
 /**
@@ -16,13 +16,51 @@ import type { Socket } from "node:net";
  *   and a destroyed socket: the request's own answer was lost, and a PUT that committed read as refused.
  *   Its answer closes the connection (it said close). A 'clientError' listener replaces node's handling of
  *   every other parse error too, so that is reproduced as node has it (socketOnError).
+ *   A malformed request pipelined behind requests still being answered waits for their answers (RFC 9112
+ *   §9.3.2: answers go in request order); node wrote its 400 at once, as the answer of the first of them,
+ *   whose own answer was lost (a committed write read as refused).
  * - A client that stops reading a large answer it asked for is disconnected after an idle timeout even if
  *   it keeps sending (watchWrites).
+ * - An `Expect` other than `100-continue` is ignored (RFC 9110 §10.1.1 lets a server answer 417 or not):
+ *   node would answer 417 itself, before the token check and with its own headers (`Date`, `Keep-Alive`).
  */
 export function endConnectionsAsRfc9112(server: Server): void {
   (server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   server.on("clientError", onClientError);
   server.on("connection", watchWrites);
+  server.prependListener("request", trackAnswer);
+  // Only where the server handles it (the item port): a listener makes node hand such requests to it alone.
+  if (server.listenerCount("checkContinue") > 0) server.prependListener("checkContinue", trackAnswer);
+  server.on("checkExpectation", (req: IncomingMessage, res: ServerResponse) => server.emit("request", req, res));
+}
+
+/** Per connection: answers node:http has begun and not finished, the last request, and what waits for them. */
+interface Unanswered {
+  open: number;
+  last: IncomingMessage;
+  then: (() => void) | undefined;
+}
+const unanswered = new WeakMap<Socket, Unanswered>();
+
+function trackAnswer(req: IncomingMessage, res: ServerResponse): void {
+  let entry = unanswered.get(req.socket);
+  if (entry === undefined) unanswered.set(req.socket, (entry = { open: 0, last: req, then: undefined }));
+  entry.last = req;
+  if (res.writableFinished) return;
+  const counted = entry;
+  counted.open++;
+  let done = false;
+  const finished = () => {
+    if (done) return;
+    done = true;
+    if (--counted.open === 0 && counted.then !== undefined) {
+      const then = counted.then;
+      counted.then = undefined;
+      then();
+    }
+  };
+  res.once("finish", finished);
+  res.once("close", finished);
 }
 
 /** node's answers to a parse error, byte for byte (lib/_http_server.js). */
@@ -45,10 +83,20 @@ interface HttpServerSocket extends Socket {
 
 function onClientError(error: Error & { code?: string }, socket: HttpServerSocket): void {
   if (error.code === "HPE_CLOSED_CONNECTION") return;
-  // An answer whose head is already out cannot be followed by another: only then is nothing written.
-  if (socket.writable && (!socket._httpMessage || !socket._httpMessage._headerSent)) {
-    socket.write(NODE_ERROR_ANSWERS[error.code ?? ""] ?? BAD_REQUEST);
+  const answer = NODE_ERROR_ANSWERS[error.code ?? ""] ?? BAD_REQUEST;
+  const pending = unanswered.get(socket);
+  // The error is in a request after every one node has handed over (their heads and bodies were read
+  // whole): it is answered after them, in order. (One in the body of the last request is that request's.)
+  if (pending !== undefined && pending.open > 0 && pending.last.complete) {
+    pending.then = () => {
+      // Unless the answer before said close (node ends the connection after it), as for any request after it.
+      if (socket.writable && !socket.writableEnded) socket.write(answer);
+      socket.destroy(error);
+    };
+    return;
   }
+  // An answer whose head is already out cannot be followed by another: only then is nothing written.
+  if (socket.writable && (!socket._httpMessage || !socket._httpMessage._headerSent)) socket.write(answer);
   socket.destroy(error);
 }
 

@@ -217,10 +217,13 @@ function errorParts(message: string): { headers: string[]; body: Buffer } {
   return { headers: ["Content-Type", JSON_TYPE, "Content-Length", String(body.byteLength)], body };
 }
 
-/** The field of node's OutgoingMessage read here (lib/_http_outgoing.js, lib/_http_server.js). */
+/** The fields of node's OutgoingMessage read here (lib/_http_outgoing.js, lib/_http_server.js). */
 interface OutgoingInternals {
   /** Close the connection once this answer is sent. */
   _last?: boolean;
+  /** Its request asked for a 100 (Expect: 100-continue), and whether one was sent. */
+  _expect_continue?: boolean;
+  _sent100?: boolean;
 }
 
 /**
@@ -228,10 +231,19 @@ interface OutgoingInternals {
  * client has half-closed, node marks the pending answer as the last (socketOnEnd, httpAllowHalfOpen: see
  * http/connection-end.ts); a removed `Connection` header makes node recompute that mark from keep-alive
  * alone as the head is written, which would hold the connection open until keepAliveTimeout instead.
+ * A final answer sent before the 100 its client waits for is the last too (the body may or may not
+ * follow): node closes after it, and this is the one close a client cannot foresee, so it is said
+ * (RFC 9110 §10.1.1), and the client knows to send what it pipelined again.
  */
 function writeHeadWithoutConnection(res: ServerResponse, status: number, reason: string, headers: string[]): void {
-  const last = (res as ServerResponse & OutgoingInternals)._last === true;
+  const internals = res as ServerResponse & OutgoingInternals;
+  if (internals._expect_continue === true && internals._sent100 !== true) {
+    const saysClose = headers.some((field, i) => i % 2 === 0 && field.toLowerCase() === "connection");
+    res.writeHead(status, reason, saysClose ? headers : [...headers, "Connection", "close"]);
+    return;
+  }
+  const last = internals._last === true;
   res.removeHeader("connection");
   res.writeHead(status, reason, headers);
-  if (last) (res as ServerResponse & OutgoingInternals)._last = true;
+  if (last) internals._last = true;
 }

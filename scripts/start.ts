@@ -5,8 +5,8 @@
 //
 // The worker's vars (wrangler.toml, the local .dev.vars or .env files wrangler dev reads, and the --var
 // arguments) are validated first, with the code `npm run check` runs: a refused configuration prints check's
-// message and nothing starts, instead of a worker that answers every request 500. A piece that fails to start is reported in one line, with the fix
-// when it is known (a port taken), and the other is stopped.
+// message and nothing starts, instead of a worker that answers every request 500. A piece that fails to
+// start is reported in one line, with the fix when it is known (a port taken), and the other is stopped.
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -179,7 +179,6 @@ export function checkWorkerVars(
   }
 }
 
-
 // Wrangler colours its errors even with NO_COLOR.
 const plain = (text: string) => text.replace(/\x1b\[[0-9;]*m/g, "");
 
@@ -280,10 +279,11 @@ async function main(): Promise<void> {
   teardown.add(async () => {
     const late = await pending?.catch(() => undefined);
     const pieces = [...started, ...(late && !started.includes(late) ? [late] : [])];
-    await Promise.all(pieces.map(async (running) => {
+    const stopPiece = async (running: Running) => {
       await running.stop();
       teardown.forgetGroup(running.child);
-    }));
+    };
+    await Promise.all(pieces.map(stopPiece));
   });
   teardown.installSignalHandlers(() => 0, () => (stopping = true));
   const stop = async (code: number) => {

@@ -1,6 +1,6 @@
-// Everything a cluster run or `npm start` started (origin and worker process groups, the throwaway PostgreSQL, load
-// generators) is stopped on every way out: the run's own end, Ctrl-C (SIGINT), SIGTERM, SIGHUP (a closed
-// terminal), an uncaught error, and a SIGKILL of this process.
+// Everything a cluster run or `npm start` started (origin and worker process groups, the throwaway
+// PostgreSQL, load generators) is stopped on every way out: the run's own end, Ctrl-C (SIGINT), SIGTERM,
+// SIGHUP (a closed terminal), an uncaught error, and a SIGKILL of this process.
 //
 // Why each: the origins and the worker are spawned detached by scripts/lib/local-stack.ts (their own
 // process groups, so wrangler's workerd can be stopped with its parent), so the terminal's Ctrl-C never

@@ -34,8 +34,8 @@ export function readWranglerVars(
   }
   const table = envName === undefined ? "[vars]" : `[env.${envName}.vars]`;
   for (const name of Object.keys(vars)) {
-    if (PLAIN_VARS.some((doc) => doc.name === name)) continue;
-    const known = PLAIN_VARS.map((doc) => doc.name as string);
+    if (PLAIN_VAR_NAMES.has(name)) continue;
+    const known = [...PLAIN_VAR_NAMES];
     const near = closest(name, known);
     throw new Error(
       EDGE_VARS.some((doc) => doc.name === name)

@@ -17,7 +17,7 @@ function toOriginForm(req: IncomingMessage): void {
 }
 
 /** `target` in origin-form: an absolute-form `http(s)://authority/path?query` loses its scheme and authority. */
-export function originForm(target: string): string {
+function originForm(target: string): string {
   const authority = /^https?:\/\/[^/?]*/i.exec(target);
   if (authority === null) return target;
   const rest = target.slice(authority[0].length);

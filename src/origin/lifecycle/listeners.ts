@@ -5,7 +5,10 @@ import type { Server } from "node:http";
 import { endConnectionsAsRfc9112 } from "../http/connection-end.ts";
 import { acceptAbsoluteForm } from "../http/request-target.ts";
 
-/** Listens with the origin's rules for how a connection ends (http/connection-end.ts) and what a request target may be (http/request-target.ts). */
+/**
+ * Listens with the origin's rules for how a connection ends (http/connection-end.ts) and what a request
+ * target may be (http/request-target.ts).
+ */
 export function listenOn(server: Server, port: number, host: string): Promise<void> {
   endConnectionsAsRfc9112(server);
   acceptAbsoluteForm(server);

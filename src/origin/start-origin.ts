@@ -192,7 +192,8 @@ async function serve(
   const operational = new Operational(wire, metrics, store, log);
 
   const listener = itemPortListener({ reads, writes, operational, wire, metrics });
-  const server = createServer(listener);
+  // A missing Host is refused by the listener, in the origin's own words and bytes (request-headers.ts).
+  const server = createServer({ requireHostHeader: false }, listener);
   // Without this listener node:http sends `100 Continue` before the request is looked at (body.ts says why not).
   server.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => {
     expectsContinue(req, res);
@@ -218,7 +219,7 @@ async function serve(
 
   let metricsServer: Server | undefined;
   if (config.metricsPort !== undefined) {
-    metricsServer = createServer(metricsPortListener(operational, wire));
+    metricsServer = createServer({ requireHostHeader: false }, metricsPortListener(operational, wire));
     try {
       await listenOn(metricsServer, config.metricsPort, config.metricsHost);
     } catch (error) {

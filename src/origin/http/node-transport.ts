@@ -13,8 +13,8 @@ import { newHeaderPick, pickHeaders, type RequestHeaderPick } from "./request-he
 import { INTERNAL_ERROR, item200Head, item304Head, itemBody, STORE_UNAVAILABLE, TOKEN_ERROR, type Wire } from "./wire.ts";
 
 /**
- * More than one Host, or an invalid one: 400 (RFC 9112 §3.2 MUST; node:http itself refuses only a missing
- * one), and the connection is closed, since a proxy in front may have read such a request differently.
+ * No Host in HTTP/1.1, more than one, or an invalid one: 400 (RFC 9112 §3.2 MUST), and the connection is
+ * closed, since a proxy in front may have read such a request differently.
  */
 const HOST_ERROR = "send exactly one Host header, with a valid value";
 
@@ -40,7 +40,7 @@ export function itemPortListener(parts: NodeTransportParts): RequestListener {
     const url = req.url ?? "";
     const method = req.method ?? "";
     const route = routeOf(url);
-    pickHeaders(req.rawHeaders, pick);
+    pickHeaders(req.rawHeaders, pick, isHttp11(req));
     if (pick.badHost) {
       wire.error(res, 400, HOST_ERROR, true);
       metrics.countRequest(route, method, 400);
@@ -98,11 +98,15 @@ export function itemPortListener(parts: NodeTransportParts): RequestListener {
 export function metricsPortListener(operational: Operational, wire: Wire): RequestListener {
   const pick = newHeaderPick();
   return (req, res) => {
-    if (pickHeaders(req.rawHeaders, pick).badHost) return wire.error(res, 400, HOST_ERROR, true);
+    if (pickHeaders(req.rawHeaders, pick, isHttp11(req)).badHost) return wire.error(res, 400, HOST_ERROR, true);
     if (req.url === "/healthz") return operational.healthz(res, req.method, ROUTE_HEALTHZ);
     if (req.url === "/metrics") return operational.metricsPage(res, req.method, ROUTE_METRICS);
     wire.empty(res, 404);
   };
+}
+
+function isHttp11(req: IncomingMessage): boolean {
+  return req.httpVersionMajor === 1 && req.httpVersionMinor === 1;
 }
 
 function routeOf(url: string): RouteIndex {

@@ -14,7 +14,7 @@ export interface RequestHeaderPick {
   ifNoneMatch: string | undefined;
   ifMatch: string | undefined;
   contentType: string | undefined;
-  /** More than one Host field, or one whose value is not `uri-host [ ":" port ]`: answered 400 (RFC 9112 §3.2). */
+  /** No Host field (where one is needed), more than one, or one whose value is not `uri-host [ ":" port ]`: answered 400 (RFC 9112 §3.2). */
   badHost: boolean;
 }
 
@@ -22,7 +22,8 @@ export function newHeaderPick(): RequestHeaderPick {
   return { token: undefined, ifNoneMatch: undefined, ifMatch: undefined, contentType: undefined, badHost: false };
 }
 
-export function pickHeaders(raw: readonly string[], out: RequestHeaderPick): RequestHeaderPick {
+/** Reads `raw` (a request's rawHeaders) into `out`; `needsHost`: the request is HTTP/1.1, which must carry a Host. */
+export function pickHeaders(raw: readonly string[], out: RequestHeaderPick, needsHost: boolean): RequestHeaderPick {
   out.token = undefined;
   out.ifNoneMatch = undefined;
   out.ifMatch = undefined;
@@ -55,7 +56,9 @@ export function pickHeaders(raw: readonly string[], out: RequestHeaderPick): Req
         break;
     }
   }
-  // A missing Host in HTTP/1.1 never gets here: node:http answers it 400 itself (requireHostHeader).
+  // HTTP/1.1 requires one (RFC 9112 §3.2); node:http's own check (requireHostHeader, off: start-origin.ts)
+  // answered with a Date and a chunked empty body, outside the origin's wire rules.
+  if (hosts === 0 && needsHost) out.badHost = true;
   return out;
 }
 

@@ -274,6 +274,18 @@ describe("a request that says Connection: close", () => {
   });
 });
 
+describe("CONNECT", () => {
+  it.each([["fast path", "true"], ["node:http only", "false"]])("is answered 501 and the connection closed, on either port (%s)", async (_, fastPath) => {
+    const origin = await start({ ORIGIN_FAST_PATH: fastPath });
+    for (const port of [origin.port, Number(new URL(origin.metricsUrl!).port)]) {
+      for (const target of ["example.com:443", "/items/1"]) {
+        const answer = (await sendThenFin(port, Buffer.from(`CONNECT ${target} HTTP/1.1\r\nHost: example.com:443\r\n\r\n`))).toString("latin1");
+        expect(answer).toBe("HTTP/1.1 501 Not Implemented\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+      }
+    }
+  });
+});
+
 describe("a malformed request pipelined behind others", () => {
   /** Writes `bytes` on a new connection (no half-close) and resolves with everything read once the origin closes it. */
   function untilClosed(port: number, bytes: Buffer): Promise<string> {

@@ -23,6 +23,8 @@ import type { Socket } from "node:net";
  *   it keeps sending (watchWrites).
  * - An `Expect` other than `100-continue` is ignored (RFC 9110 §10.1.1 lets a server answer 417 or not):
  *   node would answer 417 itself, before the token check and with its own headers (`Date`, `Keep-Alive`).
+ * - `CONNECT` (a proxy's method; node hands it over as a tunnel, not a request) gets a 501 and the close;
+ *   node closed the connection without a word.
  */
 export function endConnectionsAsRfc9112(server: Server): void {
   (server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
@@ -32,7 +34,13 @@ export function endConnectionsAsRfc9112(server: Server): void {
   // Only where the server handles it (the item port): a listener makes node hand such requests to it alone.
   if (server.listenerCount("checkContinue") > 0) server.prependListener("checkContinue", trackAnswer);
   server.on("checkExpectation", (req: IncomingMessage, res: ServerResponse) => server.emit("request", req, res));
+  server.on("connect", (_req: IncomingMessage, socket: Socket) => {
+    socket.end(NOT_A_PROXY);
+    socket.on("error", () => {}); // a client gone before the answer
+  });
 }
+
+const NOT_A_PROXY = Buffer.from(`HTTP/1.1 501 ${STATUS_CODES[501]}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`, "ascii");
 
 /** Per connection: answers node:http has begun and not finished, the last request, and what waits for them. */
 interface Unanswered {

@@ -190,7 +190,7 @@ async function install(tx: TransactionSql): Promise<{ table: string; schema: str
   statements.push(triggerSql(relation.sql, idColumn, schema));
   if (grantTo !== undefined) statements.push(await grantToStatements(tx, relation, schema, grantTo));
   await tx.unsafe(statements.join(""));
-  return { table: relation.sql, schema, others: await otherFedTables(tx, [relation.oid]) };
+  return { table: relation.sql, schema, others: (await otherFedTables(tx, [relation.oid])).map((o) => o.table) };
 }
 
 /**

@@ -194,11 +194,6 @@ async function serve(
   const listener = itemPortListener({ reads, writes, operational, wire, metrics });
   // A missing Host is refused by the listener, in the origin's own words and bytes (request-headers.ts).
   const server = createServer({ requireHostHeader: false }, listener);
-  // Without this listener node:http sends `100 Continue` before the request is looked at (body.ts says why not).
-  server.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => {
-    expectsContinue(req, res);
-    listener(req, res);
-  });
   server.keepAliveTimeout = config.keepAliveTimeoutMs;
   // keepAliveTimeout only starts once an answer has finished: a client that stops reading mid-answer would
   // hold its connection for ever. The same bound as inactivity on any socket (the fast path's own too).
@@ -214,7 +209,12 @@ async function serve(
     });
   }
 
-  await listenOn(server, config.port, config.host);
+  // Without this node:http sends `100 Continue` before the request is looked at (body.ts says why not).
+  const onContinue = (req: IncomingMessage, res: ServerResponse) => {
+    expectsContinue(req, res);
+    listener(req, res);
+  };
+  await listenOn(server, config.port, config.host, onContinue);
   const port = (server.address() as AddressInfo).port;
 
   let metricsServer: Server | undefined;

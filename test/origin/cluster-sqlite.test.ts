@@ -70,6 +70,12 @@ describe("ORIGIN_PROCESSES=3 on SQLite", () => {
     const health = await fetch(`http://127.0.0.1:${metricsPort}/healthz`);
     expect(health.status).toBe(204);
     expect((await fetch(`http://127.0.0.1:${metricsPort}/nope`)).status).toBe(404);
+    // Host as on every other port: none in HTTP/1.1, or two, is the origin's own 400.
+    for (const hosts of ["", "Host: a\r\nHost: b\r\n"]) {
+      const c = await RawConnection.open(metricsPort!);
+      const refused = await c.send(`GET /healthz HTTP/1.1\r\n${hosts}\r\n`);
+      expect([refused.status, refused.header("connection"), refused.header("date")]).toEqual([400, "close", undefined]);
+    }
   });
 
   it("answers simple reads on the fast path in every worker, and hands a write on the same connection to node:http", TIMEOUT, async () => {

@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { explainStartFailure } from "../../src/origin/cluster/start-failure.ts";
@@ -90,7 +91,15 @@ describe("node src/origin/main.ts", () => {
         mkdirSync(join(dir, "items.sqlite-owner"));
         return join(dir, "items.sqlite");
       },
-      /^origin: DATABASE_URL: cannot open .*items\.sqlite-owner \(unable to open database file\): the origin locks that file beside .*items\.sqlite while it runs .*it must be a file, or absent, in a directory this user may write\.$/m,
+      /^origin: DATABASE_URL: cannot use .*items\.sqlite-owner \(unable to open database file\), the file the origin locks beside .*items\.sqlite while it runs; it holds no data: move away or delete whatever is there/m,
+    ],
+    [
+      "a file beside it it cannot lock (its -owner file not SQLite), never blaming the database",
+      (dir: string) => {
+        writeFileSync(join(dir, "items.sqlite-owner"), "not a lock file, but long enough to have a header".repeat(20));
+        return join(dir, "items.sqlite");
+      },
+      /^origin: DATABASE_URL: cannot use .*items\.sqlite-owner \(file is not a database\), the file the origin locks beside .*items\.sqlite while it runs; it holds no data/m,
     ],
   ])("refuses %s as its SQLite file with exit code 2 and the fix, not a stack and a restart loop", async (_, path, message) => {
     const p = run({ DATABASE_URL: path(tempDir()) });
@@ -100,22 +109,32 @@ describe("node src/origin/main.ts", () => {
   });
 
   it("refuses a second origin on its SQLite file (exit 75, naming the holder), single or cluster; a crash frees the file at once", async () => {
-    const database = join(tempDir(), "data", "items.sqlite");
-    const first = run({ DATABASE_URL: database }, ["--seed=3"]);
+    const dir = tempDir();
+    const database = join(dir, "data", "items.sqlite");
+    const first = run({ DATABASE_URL: database });
     const { port } = await started(first);
-    expect((await once(port, withBody("PUT", "/items/4", '{"by":"first"}'))).status).toBe(204);
+    const rows = () => {
+      const db = new DatabaseSync(database, { readOnly: true });
+      try {
+        return (db.prepare("SELECT count(*) AS n FROM items").get() as { n: number }).n;
+      } finally {
+        db.close();
+      }
+    };
 
     const holder = (pid: number | undefined) =>
-      new RegExp(`^origin: DATABASE_URL: another origin \\(process ${pid}\\) is serving .*items\\.sqlite: it holds the lock on .*items\\.sqlite-owner\\..*Stop the other one; for more processes on this file set ORIGIN_PROCESSES; for several instances use PostgreSQL`, "m");
-    for (const env of [{}, { ORIGIN_PROCESSES: "2" }] as Record<string, string>[]) {
-      const second = run({ DATABASE_URL: database, ...env }, ["--seed=5"]);
+      new RegExp(`^origin: DATABASE_URL: another origin \\(process ${pid}\\) is serving .*\\.sqlite: it holds the lock on .*items\\.sqlite-owner\\..*Stop the other one; for more processes on this file set ORIGIN_PROCESSES; for several instances use PostgreSQL`, "m");
+    // Through a symbolic link to the file too: the same database to SQLite, the same claim.
+    symlinkSync(database, join(dir, "alias.sqlite"));
+    for (const [path, env] of [[database, {}], [database, { ORIGIN_PROCESSES: "2" }], [join(dir, "alias.sqlite"), {}]] as [string, Record<string, string>][]) {
+      const second = run({ DATABASE_URL: path, ...env }, ["--seed=5"]);
       expect((await second.exited).code).toBe(75); // EX_TEMPFAIL: a service manager retries until the other one stops
       expect(second.stderr()).toMatch(holder(first.child.pid));
       expect(second.stderr()).not.toMatch(/\n\s+at /);
       expect(second.stdout()).toBe(""); // it never listened, and no worker started
     }
-    expect((await once(port, get("/items/4"))).text).toContain('{"by":"first"}');
-    expect((await once(port, get("/items/5"))).status).toBe(404); // the refused ones seeded nothing
+    expect(rows()).toBe(0); // the store was empty, and the refused ones seeded nothing
+    expect((await once(port, withBody("PUT", "/items/4", '{"by":"first"}'))).status).toBe(204);
 
     first.child.kill("SIGKILL"); // no shutdown hook runs: the operating system drops the lock
     await first.exited;

@@ -188,7 +188,7 @@ describe("serving the user's own table", () => {
       {
         variable: "ITEMS_TABLE",
         message: expect.stringMatching(
-          /^the change log also records changes of public\.orders \(a trigger calls slim_edge_record_change there\), which this origin does not serve \(it serves public\.catalogue\).*if public\.orders is served no more, drop its triggers: `(DROP TRIGGER slim_edge_record_change ON public\.orders; DROP TRIGGER slim_edge_record_change_truncate ON public\.orders;)`\.$/,
+          /^the change log also records changes of public\.orders \(a trigger calls slim_edge_record_change there\), which this origin does not serve \(it serves public\.catalogue\).*if it is served no more, drop the triggers: `(DROP TRIGGER slim_edge_record_change ON public\.orders; DROP TRIGGER slim_edge_record_change_truncate ON public\.orders;)`\.$/,
         ),
       },
     ]);
@@ -208,17 +208,29 @@ describe("serving the user's own table", () => {
         "feed:install: note: the change log also records changes of public.slim_edge_items. That is right if ITEMS_TABLE is a view that reads it and public.products; if it belongs to another deployment, an origin serving either refuses to start (one deployment per database: docs/limits.md).",
       ),
     });
+    // A trigger of another name feeding the log counts too, and is named in the fix.
+    await postgres.pg.sql(`CREATE TRIGGER "Audit feed" AFTER INSERT ON orders FOR EACH ROW EXECUTE FUNCTION slim_edge_record_change('id')`, db);
     const log = "SELECT count(*) FROM slim_edge_changes";
     const before = await postgres.pg.sql(log, db);
-    const second = await startOrigin({ config: testConfig({ DATABASE_URL: url, ITEMS_TABLE: "products", ITEMS_ID_COLUMN: "sku" }), log: () => {} }).catch((e: unknown) => e);
+    const products = { ITEMS_TABLE: "products", ITEMS_ID_COLUMN: "sku" };
+    const second = await startOrigin({ config: testConfig({ DATABASE_URL: url, ...products }), log: () => {} }).catch((e: unknown) => e);
     expect((second as ConfigError).problems).toEqual([
-      { variable: "ITEMS_TABLE", message: expect.stringMatching(/^the change log also records changes of public\.slim_edge_items .*\(it serves public\.products\): another deployment in this database\?.*Give each deployment a database of its own, or serve the tables through one view as ITEMS_TABLE/) },
+      {
+        variable: "ITEMS_TABLE",
+        message: expect.stringMatching(
+          /^the change log also records changes of public\.orders, public\.slim_edge_items .*\(it serves public\.products\): another deployment in this database\?.*Give each deployment a database of its own, or serve the tables through one view as ITEMS_TABLE; if they are served no more, drop the triggers: `DROP TRIGGER "Audit feed" ON public\.orders; DROP TRIGGER slim_edge_record_change ON public\.slim_edge_items; DROP TRIGGER slim_edge_record_change_truncate ON public\.slim_edge_items;`\.$/,
+        ),
+      },
     ]);
     const first = await startOrigin({ config: testConfig({ DATABASE_URL: url }), log: () => {} }).catch((e: unknown) => e);
     expect((first as ConfigError).problems).toEqual([
-      { variable: "DATABASE_URL", message: expect.stringMatching(/^the change log also records changes of public\.products .*\(it serves "public"\."slim_edge_items"\)/) },
+      { variable: "DATABASE_URL", message: expect.stringMatching(/^the change log also records changes of public\.orders, public\.products .*\(it serves "public"\."slim_edge_items"\)/) },
     ]);
     expect(await postgres.pg.sql(log, db)).toBe(before); // neither logged "everything changed" nor repaired anything
+    // The fix the refusal names is the one that works.
+    await postgres.pg.sql(/`(DROP TRIGGER [^`]+)`/.exec((second as ConfigError).problems[0]!.message)![1]!, db);
+    const served = await startOnPostgres(url, { ...products, ITEMS_JSON_COLUMN: "doc" });
+    expect((await get(`${served.url}/items/A-1`)).status).toBe(200);
   });
 
   it("refuses ITEMS_* with the SQLite store, a column without ITEMS_TABLE, and seeding a table it does not own", () => {

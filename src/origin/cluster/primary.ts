@@ -99,7 +99,9 @@ class Primary {
 
   async #listenMetrics(port: number): Promise<void> {
     const config = this.#config;
+    // A missing Host is refused by the listener, in the origin's own words and bytes (request-headers.ts).
     const server = createServer(
+      { requireHostHeader: false },
       clusterMetricsListener(
         { metrics: () => this.#scrape(), unhealthy: () => this.#unhealthy() },
         new Wire({ sendDate: config.sendDate, reasonPhrase: config.reasonPhrase }),

@@ -1,10 +1,10 @@
 // Why an origin process could not start, said the way an operator can act on it, and the exit code that
 // goes with it: 2 for a configuration refused at start (PostgreSQL checks: unknown table, missing trigger,
 // login refused), which a service manager should not retry; 75 (EX_TEMPFAIL, sysexits.h) when the store
-// cannot be reached for now (not running yet, starting up, out of connections, its SQLite file served by
-// another origin), which it should retry, and the cluster primary retries for as long as it lasts; 1 for
-// anything else. Shared by the single process (main.ts) and each cluster worker, so both explain a failure
-// alike.
+// cannot be reached for now (not running yet, starting up, out of connections), which it should retry, and
+// the cluster primary retries for as long as it lasts, or when its SQLite file is served by another origin
+// (found by main.ts before any worker starts: a service manager retries that); 1 for anything else. Shared
+// by the single process (main.ts) and each cluster worker, so both explain a failure alike.
 
 import { ConfigError } from "../../shared/config/config-error.ts";
 import type { OriginConfig } from "../config/parse-origin-config.ts";

@@ -26,17 +26,19 @@ import type { Socket } from "node:net";
  * - `CONNECT` (a proxy's method; node hands it over as a tunnel, not a request) gets a 501 and the close;
  *   node closed the connection without a word.
  */
-export function endConnectionsAsRfc9112(server: Server): void {
+export function endConnectionsAsRfc9112(server: Server, handlesContinue: boolean): void {
   (server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   server.on("clientError", onClientError);
   server.on("connection", watchWrites);
   server.prependListener("request", trackAnswer);
-  // Only where the server handles it (the item port): a listener makes node hand such requests to it alone.
-  if (server.listenerCount("checkContinue") > 0) server.prependListener("checkContinue", trackAnswer);
+  if (handlesContinue) server.prependListener("checkContinue", trackAnswer);
   server.on("checkExpectation", (req: IncomingMessage, res: ServerResponse) => server.emit("request", req, res));
   server.on("connect", (_req: IncomingMessage, socket: Socket) => {
-    socket.end(NOT_A_PROXY);
     socket.on("error", () => {}); // a client gone before the answer
+    // Like a malformed request: after the answers to the requests before it.
+    answerAfterPending(socket, () => {
+      if (!socket.writableEnded) socket.end(NOT_A_PROXY);
+    });
   });
 }
 
@@ -89,20 +91,32 @@ interface HttpServerSocket extends Socket {
   _httpMessage?: { _headerSent: boolean } | null;
 }
 
+/**
+ * Runs `answer` once node:http has finished every answer it began on `socket`, at once if none is pending:
+ * a request after all those node handed over (their heads and bodies read whole) is answered after them.
+ * Returns false, running nothing, when the last request handed over is still being read: a failure then is
+ * that request's own.
+ */
+function answerAfterPending(socket: Socket, answer: () => void): boolean {
+  const pending = unanswered.get(socket);
+  if (pending !== undefined && pending.open > 0) {
+    if (!pending.last.complete) return false;
+    pending.then = answer;
+    return true;
+  }
+  answer();
+  return true;
+}
+
 function onClientError(error: Error & { code?: string }, socket: HttpServerSocket): void {
   if (error.code === "HPE_CLOSED_CONNECTION") return;
   const answer = NODE_ERROR_ANSWERS[error.code ?? ""] ?? BAD_REQUEST;
-  const pending = unanswered.get(socket);
-  // The error is in a request after every one node has handed over (their heads and bodies were read
-  // whole): it is answered after them, in order. (One in the body of the last request is that request's.)
-  if (pending !== undefined && pending.open > 0 && pending.last.complete) {
-    pending.then = () => {
-      // Unless the answer before said close (node ends the connection after it), as for any request after it.
-      if (socket.writable && !socket.writableEnded) socket.write(answer);
-      socket.destroy(error);
-    };
-    return;
-  }
+  const after = answerAfterPending(socket, () => {
+    // Unless the answer before said close (node ends the connection after it), as for any request after it.
+    if (socket.writable && !socket.writableEnded) socket.write(answer);
+    socket.destroy(error);
+  });
+  if (after) return;
   // An answer whose head is already out cannot be followed by another: only then is nothing written.
   if (socket.writable && (!socket._httpMessage || !socket._httpMessage._headerSent)) socket.write(answer);
   socket.destroy(error);

@@ -16,7 +16,7 @@ import { INTERNAL_ERROR, item200Head, item304Head, itemBody, STORE_UNAVAILABLE, 
  * No Host in HTTP/1.1, more than one, or an invalid one: 400 (RFC 9112 §3.2 MUST), and the connection is
  * closed, since a proxy in front may have read such a request differently.
  */
-const HOST_ERROR = "send exactly one Host header, with a valid value";
+export const HOST_ERROR = "send exactly one Host header, with a valid value";
 
 
 export interface NodeTransportParts {
@@ -105,7 +105,8 @@ export function metricsPortListener(operational: Operational, wire: Wire): Reque
   };
 }
 
-function isHttp11(req: IncomingMessage): boolean {
+/** HTTP/1.1, which must carry a Host (HTTP/1.0 need not). */
+export function isHttp11(req: IncomingMessage): boolean {
   return req.httpVersionMajor === 1 && req.httpVersionMinor === 1;
 }
 

@@ -6,10 +6,9 @@
 import type { IncomingMessage, Server } from "node:http";
 
 /** Every request `server` hands over reads its target in origin-form (item port, metrics ports). */
-export function acceptAbsoluteForm(server: Server): void {
+export function acceptAbsoluteForm(server: Server, handlesContinue: boolean): void {
   server.prependListener("request", toOriginForm);
-  // Only where the server handles it (the item port): a listener makes node hand such requests to it alone.
-  if (server.listenerCount("checkContinue") > 0) server.prependListener("checkContinue", toOriginForm);
+  if (handlesContinue) server.prependListener("checkContinue", toOriginForm);
 }
 
 function toOriginForm(req: IncomingMessage): void {

@@ -1,17 +1,21 @@
 // Opening and closing the origin's listeners: listen (with the error the caller can explain), and close
 // gracefully (stop accepting, let answers in flight finish within a grace period, then drop what is left).
 
-import type { Server } from "node:http";
+import type { RequestListener, Server } from "node:http";
 import { endConnectionsAsRfc9112 } from "../http/connection-end.ts";
 import { acceptAbsoluteForm } from "../http/request-target.ts";
 
 /**
  * Listens with the origin's rules for how a connection ends (http/connection-end.ts) and what a request
- * target may be (http/request-target.ts).
+ * target may be (http/request-target.ts). `onContinue`: the server's own handling of requests that expect
+ * a 100 (the item port's); without it node:http sends the 100 itself and hands the request on as any
+ * other. Both rules must see those requests too, and only where they are handled: a `checkContinue`
+ * listener makes node hand such requests to the listeners alone.
  */
-export function listenOn(server: Server, port: number, host: string): Promise<void> {
-  endConnectionsAsRfc9112(server);
-  acceptAbsoluteForm(server);
+export function listenOn(server: Server, port: number, host: string, onContinue?: RequestListener): Promise<void> {
+  if (onContinue !== undefined) server.on("checkContinue", onContinue);
+  endConnectionsAsRfc9112(server, onContinue !== undefined);
+  acceptAbsoluteForm(server, onContinue !== undefined);
   return new Promise((resolve, reject) => {
     const onError = (error: Error) => reject(error);
     server.once("error", onError);

@@ -3,29 +3,29 @@
 // (cluster/change-relay.ts), but a second origin on the same file would hear of nothing: each would serve
 // the other's writes stale for up to CACHE_TTL_SECONDS, and both would purge the edge from the same outbox.
 //
-// So an origin claims the file before it opens it, by holding an exclusive SQLite lock on a file beside it,
-// `<file>-owner`, for as long as it runs (the lock, not the file, is the claim: the file stays, as `-wal`
+// So an origin claims the file before it opens it, by holding an exclusive SQLite lock on a file beside it
+// (beside the file itself, through any symbolic link), `<file>-owner`, for as long as it runs (the lock, not the file, is the claim: the file stays, as `-wal`
 // and `-shm` do). The operating system drops the lock when the process ends, however it ends, so a crash
 // leaves nothing to clean up before the next start.
 //
 // node:sqlite is loaded when a claim is made, not with this module: main.ts imports the errors below (through
 // start-failure.ts) before it has quieted node:sqlite's ExperimentalWarning.
 
-import { mkdirSync, readFileSync, statSync } from "node:fs";
-import { dirname } from "node:path";
+import { mkdirSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
 import type { DatabaseSync } from "node:sqlite";
-import { isBusy, sqliteResultCode } from "./sqlite-busy.ts";
+import { isBusy } from "./sqlite-busy.ts";
 
 /** The file whose lock says which origin serves `path`. */
-export function ownerFileOf(path: string): string {
+function ownerFileOf(path: string): string {
   return `${path}-owner`;
 }
 
 /** Another origin holds the file: the condition passes once it stops, so a service manager should retry. */
 export class SqliteFileTakenError extends Error {
-  constructor(path: string, holder: number | undefined) {
+  constructor(path: string, owner: string, holder: number | undefined) {
     super(
-      `another origin${holder === undefined ? "" : ` (process ${holder})`} is serving ${path}: it holds the lock on ${ownerFileOf(path)}. ` +
+      `another origin${holder === undefined ? "" : ` (process ${holder})`} is serving ${path}: it holds the lock on ${owner}. ` +
         "Two origins on one SQLite file would each serve the other's writes stale and both purge the edge. " +
         "Stop the other one; for more processes on this file set ORIGIN_PROCESSES; for several instances use PostgreSQL (DATABASE_URL=postgres://…).",
     );
@@ -33,12 +33,15 @@ export class SqliteFileTakenError extends Error {
   }
 }
 
-/** The lock file cannot be made: a refusal, like a SQLite file the origin cannot use. */
+/**
+ * The lock file cannot be used (not a SQLite file, a directory, not writable): a refusal, like a SQLite file
+ * the origin cannot use, but never one that blames the database beside it.
+ */
 export class SqliteOwnerFileError extends Error {
-  constructor(path: string, cause: unknown) {
+  constructor(path: string, owner: string, cause: unknown) {
     super(
-      `cannot open ${ownerFileOf(path)} (${cause instanceof Error ? cause.message : String(cause)}): the origin locks that file beside ${path} while it runs ` +
-        "(SQLite keeps its -wal and -shm files there too); it must be a file, or absent, in a directory this user may write.",
+      `cannot use ${owner} (${cause instanceof Error ? cause.message : String(cause)}), the file the origin locks beside ${path} while it runs; ` +
+        "it holds no data: move away or delete whatever is there (it is created again), and let this user write its directory (SQLite keeps its -wal and -shm files there too).",
     );
     this.name = "SqliteOwnerFileError";
   }
@@ -57,13 +60,14 @@ export interface SqliteClaim {
 export async function claimSqliteFile(path: string): Promise<SqliteClaim> {
   if (exists(path) && !statSync(path).isFile()) return { release() {} };
   mkdirSync(dirname(path), { recursive: true });
-  const owner = ownerFileOf(path);
+  // The file as SQLite opens it: through a symbolic link (to it or to its directory), the same database.
+  const owner = ownerFileOf(exists(path) ? realpathSync(path) : join(realpathSync(dirname(path)), basename(path)));
   const { DatabaseSync } = await import("node:sqlite");
   let db: DatabaseSync;
   try {
     db = new DatabaseSync(owner);
   } catch (error) {
-    throw new SqliteOwnerFileError(path, error);
+    throw new SqliteOwnerFileError(path, owner, error);
   }
   try {
     // In exclusive locking mode SQLite never gives back a lock it took: the exclusive one taken here is
@@ -71,9 +75,9 @@ export async function claimSqliteFile(path: string): Promise<SqliteClaim> {
     db.exec("PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; COMMIT");
   } catch (error) {
     db.close();
-    if (isBusy(error)) throw new SqliteFileTakenError(path, lockHolder(owner));
-    if (sqliteResultCode(error) === 8 /* SQLITE_READONLY */) throw new SqliteOwnerFileError(path, error);
-    throw error;
+    if (isBusy(error)) throw new SqliteFileTakenError(path, owner, lockHolder(owner));
+    // Anything else is about the lock file alone (not a database, read-only, …), never the data beside it.
+    throw new SqliteOwnerFileError(path, owner, error);
   }
   return { release: () => db.close() };
 }
@@ -94,10 +98,14 @@ function exists(path: string): boolean {
  */
 function lockHolder(file: string): number | undefined {
   try {
-    const inode = statSync(file).ino;
+    // The kernel's `MAJOR:MINOR:INODE` of the file (linux/kdev_t.h's split of dev_t, in hex).
+    const { dev, ino } = statSync(file, { bigint: true });
+    const major = ((dev >> 8n) & 0xfffn) | ((dev >> 32n) & ~0xfffn);
+    const minor = (dev & 0xffn) | ((dev >> 12n) & ~0xffn);
+    const id = `${major.toString(16).padStart(2, "0")}:${minor.toString(16).padStart(2, "0")}:${ino}`;
     for (const line of readFileSync("/proc/locks", "latin1").split("\n")) {
       const fields = line.trim().split(/\s+/);
-      if (fields[1] !== "POSIX" || !fields[5]?.endsWith(`:${inode}`)) continue;
+      if (fields[1] !== "POSIX" || fields[5] !== id) continue;
       const pid = Number(fields[4]);
       if (Number.isInteger(pid) && pid > 0 && pid !== process.pid) return pid;
     }

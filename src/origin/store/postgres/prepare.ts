@@ -237,13 +237,21 @@ export async function viewReads(tx: Tx, view: string): Promise<{ oid: string; ki
  * deployment's in this database, or one no longer served. Partitions' copies of a parent's trigger are not
  * counted (the parent is).
  */
-export async function otherFedTables(tx: Tx, ours: readonly string[]): Promise<string[]> {
-  const rows = await tx<{ table: string }[]>`
-    SELECT DISTINCT format('%I.%I', n.nspname, c.relname) AS table
+export async function otherFedTables(tx: Tx, ours: readonly string[]): Promise<FedTable[]> {
+  const rows = await tx<{ table: string; trigger: string }[]>`
+    SELECT format('%I.%I', n.nspname, c.relname) AS table, quote_ident(t.tgname) AS trigger
     FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
     WHERE p.proname = ${TRIGGER_FUNCTION} AND t.tgparentid = 0 AND NOT (t.tgrelid = ANY(${ours as string[]}::oid[]))
-    ORDER BY 1`;
-  return rows.map((r) => r.table);
+    ORDER BY 1, 2`;
+  const tables = new Map<string, string[]>();
+  for (const { table, trigger } of rows) tables.set(table, [...(tables.get(table) ?? []), trigger]);
+  return [...tables].map(([table, triggers]) => ({ table, triggers }));
+}
+
+/** A table a slim-edge trigger feeds, and the names of those triggers on it. */
+export interface FedTable {
+  table: string;
+  triggers: string[];
 }
 
 /**
@@ -251,12 +259,12 @@ export async function otherFedTables(tx: Tx, ours: readonly string[]): Promise<s
  * consumers are one per database: the purge leader's lock above all, so one deployment's changes would be
  * purged into the other's zone, or by no one.
  */
-export function anotherDeployment(tables: readonly string[], served: string): string {
-  const first = tables[0]!;
+export function anotherDeployment(others: readonly FedTable[], served: string): string {
+  const drops = others.flatMap(({ table, triggers }) => triggers.map((trigger) => `DROP TRIGGER ${trigger} ON ${table};`)).join(" ");
   return (
-    `the change log also records changes of ${tables.join(", ")} (a trigger calls ${TRIGGER_FUNCTION} there), which this origin does not serve (it serves ${served}): ` +
+    `the change log also records changes of ${others.map((o) => o.table).join(", ")} (a trigger calls ${TRIGGER_FUNCTION} there), which this origin does not serve (it serves ${served}): ` +
     "another deployment in this database? Deployments in one database share the purge leader's lock, so one's changes would be purged into the other's zone, or by no one. " +
-    `Give each deployment a database of its own, or serve the tables through one view as ITEMS_TABLE; if ${first} is served no more, drop its triggers: \`DROP TRIGGER ${TRIGGER_NAME} ON ${first}; DROP TRIGGER ${TRUNCATE_TRIGGER_NAME} ON ${first};\`.`
+    `Give each deployment a database of its own, or serve the tables through one view as ITEMS_TABLE; if ${others.length > 1 ? "they are" : "it is"} served no more, drop the triggers: \`${drops}\`.`
   );
 }
 

@@ -1,23 +1,24 @@
 // `npm run check [-- --env NAME] [--var NAME:VALUE ...] [--config PATH] [--cwd DIR]`: validates the worker's
 // vars with the same rules the worker applies at startup, so a refused configuration fails here (and before
 // `deploy`) instead of answering 500 in production. It reads what `wrangler deploy` with the same arguments
-// deploys: the wrangler configuration (`--config`, `--cwd` as wrangler reads them) and `--var` flags, never
-// the process environment (wrangler ignores it for vars). An argument it does not know is refused (exit 2):
-// a misspelt `--env` must not pass for a check of `[vars]`.
+// deploys: the wrangler configuration (`--config`, `--cwd` as wrangler reads them), the environment (`--env`,
+// else CLOUDFLARE_ENV, as wrangler picks it) and `--var` flags, never other variables of the process
+// environment (wrangler ignores them for vars). An argument it does not know is refused (exit 2): a misspelt
+// `--env` must not pass for a check of `[vars]`.
 import { ConfigError } from "../src/shared/config/config-error.ts";
 import { parseEdgeConfig } from "../src/edge/config/parse-edge-config.ts";
-import { type FlagSpec, readWranglerVars, scriptArgsOrExit, varFlags, wranglerConfigPath } from "./lib/wrangler-vars.ts";
+import { envFlag, type FlagSpec, readWranglerVars, scriptArgsOrExit, varFlags, wranglerConfigPath } from "./lib/wrangler-vars.ts";
 
 const FLAGS: FlagSpec[] = [
-  { flag: "--env", short: "-e", value: "NAME", doc: "check [env.NAME.vars] instead of [vars]" },
+  { flag: "--env", short: "-e", value: "NAME", doc: "check [env.NAME.vars] instead of [vars] (default: CLOUDFLARE_ENV, as wrangler)" },
   { flag: "--var", value: "NAME:VALUE", doc: "a var on top, as wrangler deploy --var passes it (repeatable)" },
   { flag: "--config", short: "-c", value: "PATH", doc: "the wrangler configuration to read (default wrangler.toml), as wrangler's --config" },
   { flag: "--cwd", value: "DIR", doc: "read it from DIR, as wrangler's --cwd" },
 ];
 
 const args = process.argv.slice(2);
-const parsed = scriptArgsOrExit("check", args, FLAGS);
-const envName = parsed.values.get("--env");
+scriptArgsOrExit("check", args, FLAGS);
+const envName = envFlag(args);
 let where = "wrangler.toml";
 try {
   const configPath = wranglerConfigPath(args);

@@ -32,10 +32,11 @@ reported at once, each naming its variable and the fix; nothing is "fixed" silen
 Each a string; override one with \`--var NAME:VALUE\` (\`npm run dev\`, \`check\` and \`deploy\` all take it, as
 wrangler does; wrangler ignores environment variables for vars, and so does \`check\`); environments
 (\`[env.NAME.vars]\`) do not inherit \`[vars]\`. \`npm run check [-- --env NAME] [--config PATH]\` validates
-them as the worker does, and refuses a name in \`[vars]\` that is none of these (a misspelt var would pass
-for its default); \`npm run deploy\` checks the file and vars it deploys, and \`npm start\` those \`wrangler dev\`
-runs, \`.dev.vars\` (or \`.env\`) included. A worker started with a refused configuration answers every
-request 500 with no CORS headers.
+them as the worker does (the environment is \`--env\`, else \`CLOUDFLARE_ENV\`, as wrangler picks it), and
+refuses a name in \`[vars]\` that is none of these (a misspelt var would pass for its default); \`npm run
+deploy\` checks the file and vars it deploys, and \`npm start\` those \`wrangler dev\` runs, its local files
+included (\`.dev.vars\`, the \`.env\` files, or \`--env-file\`; read as written, without wrangler's \`\${NAME}\`
+expansion). A worker started with a refused configuration answers every request 500 with no CORS headers.
 
 ${table(EDGE_VARS)}
 

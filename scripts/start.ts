@@ -16,7 +16,7 @@ import { readToken } from "../src/origin/config/origin-var-readers.ts";
 import { ConfigError, type ConfigProblem } from "../src/shared/config/config-error.ts";
 import { ExitedBeforeReady, freePort, localUrl, ROOT, type Running, startOrigin, startWranglerDev } from "./lib/local-stack.ts";
 import { Teardown } from "./lib/teardown.ts";
-import { envFlag, type FlagSpec, PLAIN_VAR_NAMES, readWranglerVars, usageText, UsageError, varFlags, wranglerConfigPath } from "./lib/wrangler-vars.ts";
+import { envFileFlags, envFlag, type FlagSpec, PLAIN_VAR_NAMES, readWranglerVars, usageText, UsageError, varFlags, wranglerConfigPath } from "./lib/wrangler-vars.ts";
 
 const DEFAULT_WORKER_PORT = 8787;
 const DEFAULT_ORIGIN_PORT = 8788;
@@ -40,8 +40,10 @@ export interface StartPlan {
   originPort: number;
   /** undefined: METRICS_PORT=off, /metrics on the origin's port. */
   metricsPort: number | undefined;
-  /** wrangler.toml [env.NAME], if --env was given. */
+  /** wrangler.toml [env.NAME], if --env (or CLOUDFLARE_ENV) was given. */
   envName: string | undefined;
+  /** --env-file PATH…: wrangler dev reads the worker's local vars from these instead of .dev.vars. */
+  envFiles: string[];
   /** What goes to wrangler dev after start's own arguments: everything but --port and --ip. */
   wranglerArgs: string[];
 }
@@ -69,7 +71,8 @@ export function planStart(argv: readonly string[], env: Readonly<Record<string, 
         : env.METRICS_PORT === "off"
           ? undefined
           : port("METRICS_PORT (or off)", env.METRICS_PORT),
-    envName: envFlag(argv),
+    envName: envFlag(argv, env),
+    envFiles: envFileFlags(argv),
     wranglerArgs: [],
   };
   for (let i = 0; i < argv.length; i++) {
@@ -90,43 +93,45 @@ export function planStart(argv: readonly string[], env: Readonly<Record<string, 
 }
 
 /**
- * ORIGIN_TOKEN as `wrangler dev` gives it to the worker locally (wrangler's getVarsForDev): from
- * `.dev.vars.NAME` (with --env NAME) or else `.dev.vars`, the first that exists; only when neither does,
- * from the `.env` files, later ones winning (`.env`, `.env.local`, `.env.NAME`, `.env.NAME.local`).
+ * ORIGIN_TOKEN as `wrangler dev` gives it to the worker locally: from the last of its local files
+ * (localVarFiles) that sets it, and the file it came from.
  */
-export function workerLocalToken(root: string, envName: string | undefined): { token: string; file: string } | undefined {
-  const read = (file: string) => {
-    const path = resolve(root, file);
-    return existsSync(path) ? parseEnv(readFileSync(path, "utf8")).ORIGIN_TOKEN : null;
-  };
-  for (const file of devVarsFiles(envName)) {
-    const token = read(file);
-    if (token !== null) return token ? { token, file } : undefined;
-  }
+export function workerLocalToken(root: string, envName: string | undefined, envFiles: readonly string[] = []): { token: string; file: string } | undefined {
   let found: { token: string; file: string } | undefined;
-  for (const file of dotEnvFiles(envName)) {
-    const token = read(file);
+  for (const file of localVarFiles(root, envName, envFiles)) {
+    const token = readLocalVars(root, file).ORIGIN_TOKEN;
     if (token) found = { token, file };
   }
   return found;
 }
 
-/** wrangler dev's local vars files, the first that exists: they override wrangler.toml's vars. */
-const devVarsFiles = (envName: string | undefined) => (envName === undefined ? [".dev.vars"] : [`.dev.vars.${envName}`, ".dev.vars"]);
-/** Read only when no devVarsFiles exists, every one that does, later ones winning. */
-const dotEnvFiles = (envName: string | undefined) => [".env", ".env.local", ...(envName === undefined ? [] : [`.env.${envName}`, `.env.${envName}.local`])];
+/**
+ * The files wrangler dev reads the worker's local vars from (its getVarsForDev), later ones winning, all
+ * relative to the configuration's directory: the `--env-file` ones if given; else `.dev.vars.NAME` (with
+ * --env NAME) or `.dev.vars`, the first that exists; else those of `.env`, `.env.local`, `.env.NAME`,
+ * `.env.NAME.local` that exist.
+ */
+function localVarFiles(root: string, envName: string | undefined, envFiles: readonly string[]): string[] {
+  const present = (file: string) => existsSync(resolve(root, file));
+  if (envFiles.length > 0) return envFiles.filter(present);
+  const devVars = (envName === undefined ? [".dev.vars"] : [`.dev.vars.${envName}`, ".dev.vars"]).find(present);
+  if (devVars !== undefined) return [devVars];
+  return [".env", ".env.local", ...(envName === undefined ? [] : [`.env.${envName}`, `.env.${envName}.local`])].filter(present);
+}
+
+/** One local vars file, read as written: wrangler also expands `${NAME}` in .env files (dotenv-expand), which this does not. */
+function readLocalVars(root: string, file: string): Record<string, string> {
+  return parseEnv(readFileSync(resolve(root, file), "utf8")) as Record<string, string>;
+}
 
 /**
- * The vars `wrangler dev` takes from the worker's local files (where workerLocalToken looks, every name), on
- * top of wrangler.toml's and under `--var`'s; `from` names the files. Undefined when there are none.
+ * The vars `wrangler dev` takes from the worker's local files (localVarFiles, every name), on top of
+ * wrangler.toml's and under `--var`'s; `from` names the files. Undefined when there are none.
  */
-export function workerLocalVars(root: string, envName: string | undefined): { vars: Record<string, string>; from: string } | undefined {
-  const present = (file: string) => existsSync(resolve(root, file));
-  const read = (file: string) => parseEnv(readFileSync(resolve(root, file), "utf8")) as Record<string, string>;
-  const devVars = devVarsFiles(envName).find(present);
-  const files = devVars !== undefined ? [devVars] : dotEnvFiles(envName).filter(present);
+export function workerLocalVars(root: string, envName: string | undefined, envFiles: readonly string[] = []): { vars: Record<string, string>; from: string } | undefined {
+  const files = localVarFiles(root, envName, envFiles);
   if (files.length === 0) return undefined;
-  return { vars: Object.assign({}, ...files.map(read)) as Record<string, string>, from: files.join(" and ") };
+  return { vars: Object.assign({}, ...files.map((file) => readLocalVars(root, file))) as Record<string, string>, from: files.join(" and ") };
 }
 
 /**
@@ -261,8 +266,8 @@ async function main(): Promise<void> {
   try {
     // wrangler dev reads its local files beside the configuration it uses.
     const configDir = dirname(wranglerConfigPath(argv));
-    spec = checkWorkerVars(argv, plan.envName, originUrl, workerLocalVars(configDir, plan.envName));
-    token = originTokenFor(process.env, workerLocalToken(configDir, plan.envName));
+    spec = checkWorkerVars(argv, plan.envName, originUrl, workerLocalVars(configDir, plan.envName, plan.envFiles));
+    token = originTokenFor(process.env, workerLocalToken(configDir, plan.envName, plan.envFiles));
   } catch (error) {
     console.error(`${(error as Error).message}\nnpm start: refused; nothing was started.`);
     process.exit(1);

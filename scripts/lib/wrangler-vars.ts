@@ -103,14 +103,23 @@ function editDistance(a: string, b: string): number {
   return row[b.length]!;
 }
 
-/** A value flag of wrangler's (`--config PATH`, `-c PATH`, `--config=PATH`) from argv: the first one given. */
-function wranglerFlag(argv: readonly string[], long: string, short?: string): string | undefined {
+/** A value flag of wrangler's (`--config PATH`, `-c PATH`, `--config=PATH`) from argv: every value given, in order. */
+function wranglerFlags(argv: readonly string[], long: string, short?: string): string[] {
+  const values: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
-    if (arg === long || (short !== undefined && arg === short)) return argv[i + 1];
-    if (arg.startsWith(`${long}=`)) return arg.slice(long.length + 1);
+    if ((arg === long || (short !== undefined && arg === short)) && i + 1 < argv.length) values.push(argv[++i]!);
+    else if (arg.startsWith(`${long}=`)) values.push(arg.slice(long.length + 1));
   }
-  return undefined;
+  return values;
+}
+
+/** The last value of a flag given (as parseScriptArgs keeps it), if any. */
+const wranglerFlag = (argv: readonly string[], long: string, short?: string) => wranglerFlags(argv, long, short).at(-1);
+
+/** `--env-file PATH` (repeatable), the files wrangler dev reads the worker's local vars from instead of .dev.vars. */
+export function envFileFlags(argv: readonly string[]): string[] {
+  return wranglerFlags(argv, "--env-file");
 }
 
 /**
@@ -145,9 +154,12 @@ export function varArguments(argv: readonly string[]): string[] {
   return kept;
 }
 
-/** `--env NAME` / `--env=NAME` from argv, as wrangler spells it. */
-export function envFlag(argv: readonly string[]): string | undefined {
-  return wranglerFlag(argv, "--env", "-e");
+/**
+ * The wrangler environment a command with these arguments uses: `--env NAME` / `--env=NAME`, else
+ * CLOUDFLARE_ENV, which wrangler reads when no --env is given (wrangler deploy and dev alike).
+ */
+export function envFlag(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = process.env): string | undefined {
+  return wranglerFlag(argv, "--env", "-e") ?? (env.CLOUDFLARE_ENV || undefined);
 }
 
 /** One flag a script takes. Its usage line is built from the same entry, so the help and the parser agree. */

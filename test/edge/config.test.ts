@@ -96,6 +96,14 @@ describe("configuration", () => {
     expect(await origin.requests()).toEqual([]);
   });
 
+  it("says each duplicate once: a name repeated as written, and each other spelling of it", () => {
+    expect(problemsOf({ CORS_EXPOSE_HEADERS: "ETag,etag,etag,ETAG" })).toEqual([
+      'CORS_EXPOSE_HEADERS: "etag" is listed twice; list it once.',
+      'CORS_EXPOSE_HEADERS: "ETag" and "etag" are the same header (header names ignore case); list it once.',
+      'CORS_EXPOSE_HEADERS: "ETag" and "ETAG" are the same header (header names ignore case); list it once.',
+    ]);
+  });
+
   it("suggests an origin that is accepted as it stands, not refused for the next problem in turn", () => {
     for (const written of [
       "HTTPS://App.example.com:443/",

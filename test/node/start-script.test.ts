@@ -44,8 +44,16 @@ describe("planStart", () => {
       originPort: 8788,
       metricsPort: 8789,
       envName: undefined,
+      envFiles: [],
       wranglerArgs: ["--var", "CORS_ALLOW_ORIGINS:https://a.example.com", "--local"],
     });
+  });
+
+  it("picks the environment as wrangler dev does (--env, else CLOUDFLARE_ENV) and the --env-file files it reads", () => {
+    expect(planStart([], { CLOUDFLARE_ENV: "staging" }).envName).toBe("staging");
+    expect(planStart(["--env", "production"], { CLOUDFLARE_ENV: "staging" }).envName).toBe("production");
+    const plan = planStart(["--env-file", "a.env", "--env-file=b.env"], {});
+    expect([plan.envFiles, plan.wranglerArgs]).toEqual([["a.env", "b.env"], ["--env-file", "a.env", "--env-file=b.env"]]);
   });
 
   it("takes the worker's --port / --port=N and --ip for its own, so wrangler dev never gets them twice", () => {
@@ -151,6 +159,11 @@ describe("the worker's local vars", () => {
     write(".dev.vars", "CORS_ALLOW_ORIGINS=*\nCORS_ALLOW_CREDENTIALS=true\nORIGIN_TOKEN=not-a-var-0123456789\nSOMETHING_ELSE=1");
     const local = workerLocalVars(root, undefined)!;
     expect(local.from).toBe(".dev.vars");
+
+    // --env-file instead of .dev.vars, as wrangler dev reads them.
+    write("ci.env", "CORS_ALLOW_ORIGINS=https://ci.example.com\nORIGIN_TOKEN=from-ci-file-0123456789");
+    expect(workerLocalVars(root, undefined, ["ci.env", "missing.env"])).toEqual({ vars: { CORS_ALLOW_ORIGINS: "https://ci.example.com", ORIGIN_TOKEN: "from-ci-file-0123456789" }, from: "ci.env" });
+    expect(workerLocalToken(root, undefined, ["ci.env"])).toEqual({ token: "from-ci-file-0123456789", file: "ci.env" });
 
     const origin = "http://127.0.0.1:8788";
     expect(() => checkWorkerVars([], undefined, origin, local)).toThrow(/^wrangler\.toml \[vars\] with \.dev\.vars: slim-edge refuses this configuration:\n {2}CORS_ALLOW_ORIGINS: "\*" cannot be combined with CORS_ALLOW_CREDENTIALS=true/);

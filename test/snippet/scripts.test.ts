@@ -443,6 +443,11 @@ describe("npm run check", () => {
     }
   });
 
+  it("checks the environment wrangler would deploy: --env, else CLOUDFLARE_ENV", () => {
+    expect(run("scripts/check-config.ts", [], { CLOUDFLARE_ENV: "staging" }).stdout).toContain("wrangler.toml [env.staging]: configuration OK");
+    expect(run("scripts/check-config.ts", ["--env", "nowhere"], { CLOUDFLARE_ENV: "staging" }).stderr).toContain("wrangler.toml has no [env.nowhere]");
+  });
+
   it("reads the file wrangler would deploy: --config / -c, relative to --cwd", () => {
     const config = join(dir, "other.toml");
     writeFileSync(config, readFileSync(join(ROOT, "wrangler.toml"), "utf8").replace('CORS_ALLOW_ORIGINS = ""', 'CORS_ALLOW_ORIGINS = "https://other.example.com"'));

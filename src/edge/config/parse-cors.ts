@@ -218,18 +218,23 @@ function parseMethods(vars: EdgeRawVars, credentials: boolean, problems: ConfigP
 
 function parseHeaderNames(variable: string, raw: string | undefined, problems: ConfigProblem[]): string[] {
   const names: string[] = [];
-  const written = new Map<string, string>();
+  /** Each name's first spelling, and every spelling seen (one written again the same way readList reports). */
+  const first = new Map<string, string>();
+  const spellings = new Set<string>();
   for (const item of readList(variable, raw, problems)) {
     if (item !== "*" && !isHttpToken(item)) {
       problems.push({ variable, message: `"${item}" is not a valid header name (an HTTP token).` });
       continue;
     }
     const name = item.toLowerCase();
-    const first = written.get(name);
-    // Spelled the same, readList has said so already.
-    if (first !== undefined && first !== item) problems.push({ variable, message: `"${first}" and "${item}" are the same header (header names ignore case); list it once.` });
-    if (first === undefined) names.push(name);
-    written.set(name, first ?? item);
+    const earlier = first.get(name);
+    if (earlier === undefined) {
+      first.set(name, item);
+      names.push(name);
+    } else if (!spellings.has(item)) {
+      problems.push({ variable, message: `"${earlier}" and "${item}" are the same header (header names ignore case); list it once.` });
+    }
+    spellings.add(item);
   }
   return names;
 }

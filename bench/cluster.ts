@@ -82,11 +82,7 @@ async function main(a: ClusterArgs): Promise<ClusterResult> {
   const sqliteDir = mkdtempSync(join(tmpdir(), "slim-edge-cluster-bench-"));
   teardown.add(async () => rmSync(sqliteDir, { recursive: true, force: true }));
   const sqlite = await startOrigin({ databasePath: join(sqliteDir, "items.sqlite"), seedItems: a.items, extraEnv: env });
-  teardown.guardGroup(sqlite.child);
-  teardown.add(async () => {
-    await sqlite.stop();
-    teardown.forgetGroup(sqlite.child);
-  });
+  teardown.addRunning(sqlite);
 
   log(`PostgreSQL's CPU for ${IDLE_MS / 1000} s with every instance idle`);
   const idle = await coresUsed(pgCpu, () => sleep(IDLE_MS));

@@ -13,21 +13,20 @@
  *
  *   node bench/filter.ts [--capacity 1000000] [--rate 0.01] [--rounds 3]
  */
-import { parseArgs } from "node:util";
+import { BenchCli } from "./lib/cli.ts";
 import { blockedFalsePositiveRate, poissonMean } from "../src/origin/filter/bloom-sizing.ts";
 import { idHashes } from "../src/origin/filter/id-hashes.ts";
 import { MembershipFilter, membershipFilterSize } from "../src/origin/filter/membership-filter.ts";
 
-const { values: args } = parseArgs({
-  options: {
-    capacity: { type: "string", default: "1000000" },
-    rate: { type: "string", default: "0.01" },
-    rounds: { type: "string", default: "3" },
-  },
+const cli: BenchCli = new BenchCli("bench/filter.ts", "usage: node bench/filter.ts [--capacity N (1000000)] [--rate R (0.01)] [--rounds N (3)]", {
+  capacity: { type: "string", default: "1000000" },
+  rate: { type: "string", default: "0.01" },
+  rounds: { type: "string", default: "3" },
 });
-const capacity = Number(args.capacity);
-const rate = Number(args.rate);
-const rounds = Number(args.rounds);
+const capacity = cli.wholeNumber("capacity", cli.string("capacity"));
+const rate = cli.positiveNumber("rate", cli.string("rate"));
+if (rate >= 1) cli.refuse(`--rate must be below 1 (a false-positive rate), got ${rate}`);
+const rounds = cli.wholeNumber("rounds", cli.string("rounds"));
 
 interface Filter {
   add(id: string): void;

@@ -114,8 +114,9 @@ try {
 } catch (error) {
   if (error instanceof UsageError || (error instanceof Error && "code" in error && String(error.code).startsWith("ERR_PARSE_ARGS"))) {
     console.error(`hitratio: ${error.message}\n\n${USAGE}`);
+    process.exitCode = 2;
   } else {
     console.error(`hitratio: ${error instanceof Error ? error.message : String(error)}`);
+    process.exitCode = 1;
   }
-  process.exitCode = 1;
 }

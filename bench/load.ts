@@ -14,11 +14,12 @@
 // max(30 MiB, 20%) of its size after warm-up (W, default 100,000). Exit code 0 on PASS, 1 otherwise.
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { cpus, tmpdir } from "node:os";
+import { constants, cpus, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
-import { loadMix } from "./egress/mix.ts";
+import { InputError, loadMix } from "./egress/mix.ts";
 import { startOrigin } from "../scripts/lib/local-stack.ts";
+import { Teardown } from "../scripts/lib/teardown.ts";
 import type { LoadResult, LoadSpec } from "./load/loadgen.ts";
 import { startEdgeWorkerd } from "./load/workerd.ts";
 import { REPO_ROOT } from "./workerd/harness.ts";
@@ -116,13 +117,15 @@ function flat(track: MemoryTrack): boolean {
 }
 
 let options: Options;
+let mix: ReturnType<typeof loadMix>;
 try {
   options = parseArgs(process.argv.slice(2));
+  mix = loadMix(options.mix);
 } catch (error) {
-  process.stderr.write(`${(error as Error).message}\n`);
+  // A bad argument or mix file (InputError names the file and field): said in one line, before anything starts.
+  process.stderr.write(`${error instanceof InputError ? "load: " : ""}${(error as Error).message}\n`);
   process.exit(2);
 }
-const mix = loadMix(options.mix);
 // workerd's resident size climbs for the first ~100k requests even for a worker that only returns a constant
 // (V8 heap sizing and the allocator's arenas; measured: 45 → 250 MiB, then level), so the baseline for
 // "flat" is taken after a fixed 100k-request warm-up, whatever --requests is.
@@ -131,11 +134,18 @@ const log = (line: string) => {
   if (!options.json) process.stdout.write(`${line}\n`);
 };
 
+// Ctrl-C (or any early end) stops the origin (a process group of its own) and removes the data; the
+// workerd harness stops its own at exit.
+const teardown = new Teardown();
+teardown.installSignalHandlers((signal) => 128 + constants.signals[signal]);
 const dataDir = mkdtempSync(join(tmpdir(), "slim-edge-load-data-"));
-const origin = await startOrigin({
-  databasePath: join(dataDir, "items.sqlite"),
-  seedItems: mix.items.count,
-});
+teardown.add(async () => rmSync(dataDir, { recursive: true, force: true }));
+const origin = await teardown.start(
+  startOrigin({
+    databasePath: join(dataDir, "items.sqlite"),
+    seedItems: mix.items.count,
+  }),
+);
 let workerd: Awaited<ReturnType<typeof startEdgeWorkerd>> | undefined;
 let exitCode = 1;
 try {
@@ -236,7 +246,6 @@ try {
   if (workerd) process.stderr.write(`workerd log tail:\n${workerd.logs().slice(-2000)}\n`);
 } finally {
   await workerd?.close();
-  await origin.stop();
-  rmSync(dataDir, { recursive: true, force: true });
+  await teardown.run();
 }
 process.exit(exitCode);

@@ -26,6 +26,8 @@ import {
 } from "../src/edge/headers/strip.ts";
 import { makeDataSet, stats, type DataSetStats } from "./strip/data.ts";
 import { KERNELS, setup, units, unitsPerRep, verify, type Alternatives, type KernelName, type LookupModule } from "./strip/kernels.ts";
+import { Teardown } from "../scripts/lib/teardown.ts";
+import { BenchCli } from "./lib/cli.ts";
 import { bundleWorker, REPO_ROOT, startWorkerd } from "./workerd/harness.ts";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -33,19 +35,25 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 // --- options --------------------------------------------------------------------------------------------
 
 const argv = process.argv.slice(2);
-const flag = (name: string) => argv.includes(name);
-const value = (name: string, fallback: number) => {
-  const i = argv.indexOf(name);
-  const n = i >= 0 ? Number(argv[i + 1]) : Number.NaN;
-  return Number.isFinite(n) && n > 0 ? n : fallback;
-};
-const QUICK = flag("--quick");
-const ROUNDS = value("--rounds", QUICK ? 3 : 7);
-const TARGET_MS = value("--target-ms", QUICK ? 40 : 80);
-const RUN_NODE = !flag("--workerd-only");
-const RUN_WORKERD = !flag("--node-only");
-const jsonAt = argv.indexOf("--json");
-const JSON_OUT = jsonAt >= 0 && argv[jsonAt + 1] !== undefined ? resolve(argv[jsonAt + 1] as string) : join(REPO_ROOT, "bench/results/strip.json");
+const cli: BenchCli = new BenchCli(
+  "npm run bench",
+  "usage: npm run bench -- [--quick] [--node-only | --workerd-only] [--rounds N] [--target-ms N] [--json FILE]",
+  {
+    quick: { type: "boolean" },
+    "node-only": { type: "boolean" },
+    "workerd-only": { type: "boolean" },
+    rounds: { type: "string" },
+    "target-ms": { type: "string" },
+    json: { type: "string" },
+  },
+);
+const QUICK = cli.flag("quick");
+const ROUNDS = cli.wholeNumber("rounds", cli.string("rounds") ?? (QUICK ? "3" : "7"));
+const TARGET_MS = cli.positiveNumber("target-ms", cli.string("target-ms") ?? (QUICK ? "40" : "80"));
+if (cli.flag("node-only") && cli.flag("workerd-only")) cli.refuse("--node-only and --workerd-only together would measure nothing; give one");
+const RUN_NODE = !cli.flag("workerd-only");
+const RUN_WORKERD = !cli.flag("node-only");
+const JSON_OUT = resolve(cli.string("json") ?? join(REPO_ROOT, "bench/results/strip.json"));
 
 const ALL_KERNELS = Object.keys(KERNELS) as KernelName[];
 
@@ -389,6 +397,10 @@ function describeData(req: DataSetStats, res: DataSetStats): string {
 async function main(): Promise<void> {
   const started = performance.now();
   const tmp = mkdtempSync(join(os.tmpdir(), "slim-edge-bench-"));
+  // Ctrl-C removes it too (and the workerd harness stops its own at the exit that follows).
+  const teardown = new Teardown();
+  teardown.add(async () => rmSync(tmp, { recursive: true, force: true }));
+  teardown.installSignalHandlers((signal) => 128 + os.constants.signals[signal]);
   try {
     const paths = writeAlternatives(tmp);
     const data = makeDataSet(LIST);
@@ -439,7 +451,7 @@ async function main(): Promise<void> {
     );
     console.error(`(results also in ${JSON_OUT})`);
   } finally {
-    rmSync(tmp, { recursive: true, force: true });
+    await teardown.run();
   }
 }
 

@@ -1,4 +1,4 @@
-// npm run bench:cpu   (node bench/worker-cpu.ts [--quick] [--rounds N] [--requests N] [--concurrency N]
+// npm run bench:cpu   (node bench/worker-cpu.ts [--quick] [--rounds N] [--requests N] [--warmup N] [--concurrency N]
 //                      [--no-hit] [--no-stub] [--variant LABEL=ENTRY]... [--variant-preflight LABEL=ENTRY]... [--json FILE])
 //
 // Per-request CPU of the whole worker under load (issue 3's last benchmark): each worker bundled with esbuild
@@ -29,6 +29,8 @@ import os from "node:os";
 import { join, resolve } from "node:path";
 import { BUDGET_VARS } from "../scripts/lib/cors-budget-cases.ts";
 import { startOrigin } from "../scripts/lib/local-stack.ts";
+import { BenchCli } from "./lib/cli.ts";
+import { Teardown } from "../scripts/lib/teardown.ts";
 import { carriesCredentials } from "../src/edge/cache/credentials.ts";
 import { startCacheServer, type CacheServer } from "./worker-cpu/cache-server.ts";
 import { itemGet, preflight, type BenchRequest } from "./worker-cpu/requests.ts";
@@ -37,30 +39,41 @@ import { compareWorkers, REPO_ROOT, startWorkerd, wranglerCompatibilityDate, typ
 // --- options --------------------------------------------------------------------------------------------
 
 const argv = process.argv.slice(2);
-const has = (name: string) => argv.includes(name);
-const numberOption = (name: string, fallback: number) => {
-  const i = argv.indexOf(name);
-  const n = i >= 0 ? Number(argv[i + 1]) : Number.NaN;
-  return Number.isFinite(n) && n > 0 ? Math.round(n) : fallback;
-};
-const QUICK = has("--quick");
-const ROUNDS = numberOption("--rounds", QUICK ? 3 : 15);
+const cli: BenchCli = new BenchCli(
+  "npm run bench:cpu",
+  "usage: npm run bench:cpu -- [--quick] [--rounds N] [--requests N] [--warmup N] [--concurrency N] [--no-hit] [--no-stub]\n" +
+    "                           [--variant LABEL=ENTRY]... [--variant-preflight LABEL=ENTRY]... [--json FILE]",
+  {
+    quick: { type: "boolean" },
+    rounds: { type: "string" },
+    requests: { type: "string" },
+    warmup: { type: "string" },
+    concurrency: { type: "string" },
+    "no-hit": { type: "boolean" },
+    "no-stub": { type: "boolean" },
+    variant: { type: "string", multiple: true },
+    "variant-preflight": { type: "string", multiple: true },
+    json: { type: "string" },
+  },
+);
+const QUICK = cli.flag("quick");
+const ROUNDS = cli.wholeNumber("rounds", cli.string("rounds") ?? (QUICK ? "3" : "15"));
 /** Measured requests per row, split across the rounds. */
-const REQUESTS = numberOption("--requests", QUICK ? 3_000 : 15_000);
-const WARMUP = numberOption("--warmup", QUICK ? 1_000 : 2_000);
-const CONCURRENCY = numberOption("--concurrency", 4);
-const WITH_HIT = !has("--no-hit");
-const WITH_STUB = !has("--no-stub");
+const REQUESTS = cli.wholeNumber("requests", cli.string("requests") ?? (QUICK ? "3000" : "15000"));
+const WARMUP = cli.wholeNumber("warmup", cli.string("warmup") ?? (QUICK ? "1000" : "2000"));
+const CONCURRENCY = cli.wholeNumber("concurrency", cli.string("concurrency") ?? "4");
+const WITH_HIT = !cli.flag("no-hit");
+const WITH_STUB = !cli.flag("no-stub");
 const VARIANTS: { label: string; entry: string; preflight: boolean }[] = [];
-for (let i = 0; i < argv.length; i++) {
-  if (argv[i] !== "--variant" && argv[i] !== "--variant-preflight") continue;
-  const spec = argv[i + 1] ?? "";
-  const at = spec.indexOf("=");
-  if (at < 1) throw new Error(`${argv[i]} wants LABEL=ENTRY, got ${JSON.stringify(spec)}`);
-  VARIANTS.push({ label: spec.slice(0, at), entry: resolve(spec.slice(at + 1)), preflight: argv[i] === "--variant-preflight" });
+for (const option of ["variant", "variant-preflight"] as const) {
+  for (const spec of cli.strings(option)) {
+    const at = spec.indexOf("=");
+    if (at < 1) cli.refuse(`--${option} wants LABEL=ENTRY, got ${JSON.stringify(spec)}`);
+    VARIANTS.push({ label: spec.slice(0, at), entry: resolve(spec.slice(at + 1)), preflight: option === "variant-preflight" });
+  }
 }
-const jsonAt = argv.indexOf("--json");
-const JSON_OUT = jsonAt >= 0 && argv[jsonAt + 1] !== undefined ? resolve(argv[jsonAt + 1] as string) : undefined;
+const jsonOption = cli.string("json");
+const JSON_OUT = jsonOption === undefined ? undefined : resolve(jsonOption);
 
 const TARGET_GET = 1.15;
 const TARGET_PREFLIGHT = 1.1;
@@ -117,7 +130,12 @@ function pairedRatios(a: ScenarioResult, b: ScenarioResult): number[] {
 // --- run ------------------------------------------------------------------------------------------------
 
 const t0 = performance.now();
+// Ctrl-C (or any early end) stops the origin (a process group of its own) and removes the scratch
+// directory; the workerd harness stops its own at exit.
+const teardown = new Teardown();
+teardown.installSignalHandlers((signal) => 128 + os.constants.signals[signal]);
 const scratch = mkdtempSync(join(os.tmpdir(), "slim-edge-worker-cpu-"));
+teardown.add(async () => rmSync(scratch, { recursive: true, force: true }));
 // The edge cache serves public reads; a request with Authorization or Cookie bypasses it (RFC 9111 §3.5)
 // and is proxied as is. The cache rows use the data set's API call without its Authorization header.
 const credentialedGet = itemGet();
@@ -135,7 +153,7 @@ console.log(
 );
 console.log(`command: ${command}\n`);
 
-const origin = await startOrigin({ databasePath: join(scratch, "items.sqlite"), seedItems: 1_000 });
+const origin = await teardown.start(startOrigin({ databasePath: join(scratch, "items.sqlite"), seedItems: 1_000 }));
 const caches: CacheServer[] = [];
 let results: ScenarioResult[] | undefined;
 try {
@@ -339,6 +357,5 @@ try {
   }
 } finally {
   await Promise.all(caches.map((c) => c.close()));
-  await origin.stop();
-  rmSync(scratch, { recursive: true, force: true });
+  await teardown.run();
 }

@@ -92,12 +92,7 @@ try {
   if (options.worker) {
     const port = options.workerPort ?? (options.basePort === 0 ? await freePort() : 8787);
     worker = await startWranglerDev({ port, vars: { ORIGIN_URL: first.url }, echo: true });
-    const running = worker;
-    teardown.guardGroup(running.child);
-    teardown.add(async () => {
-      await running.stop();
-      teardown.forgetGroup(running.child);
-    });
+    teardown.addRunning(worker);
   }
 
   // Any instance stopping on its own ends the cluster: a half cluster would mislead.

@@ -50,6 +50,12 @@ ${table(ORIGIN_VAR_DOCS)}
 }
 
 if (import.meta.main) {
+  // Only --check: a typo (--chek) must not regenerate the file when a check was meant.
+  const unknown = process.argv.slice(2).filter((arg) => arg !== "--check");
+  if (unknown.length > 0) {
+    process.stderr.write(`gen:docs: unknown argument ${unknown[0]}\nusage: npm run gen:docs [-- --check]\n`);
+    process.exit(2);
+  }
   const check = process.argv.includes("--check");
   const text = render();
   let current = "";

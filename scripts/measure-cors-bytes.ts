@@ -2,17 +2,22 @@
 // `wrangler dev` with the budget's allow-list, sends each budget case as raw HTTP/1.1, and prints a Markdown
 // table of the CORS header bytes received next to the budget (the README's table comes from here).
 import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { constants, tmpdir } from "node:os";
 import { join } from "node:path";
 import { BUDGET_CASES, BUDGET_VARS, corsWireBytes } from "./lib/cors-budget-cases.ts";
 import { startOrigin, startWranglerDev } from "./lib/local-stack.ts";
 import { rawRequest } from "./lib/raw-http.ts";
+import { Teardown } from "./lib/teardown.ts";
 
+// Ctrl-C (or any early end) stops both pieces and removes the data: they run in process groups of their own.
+const teardown = new Teardown();
+teardown.installSignalHandlers((signal) => 128 + constants.signals[signal]);
 const dataDir = mkdtempSync(join(tmpdir(), "slim-edge-budget-"));
-const origin = await startOrigin({ databasePath: join(dataDir, "items.sqlite"), seedItems: 10 });
-const worker = await startWranglerDev({ vars: { ...BUDGET_VARS, ORIGIN_URL: origin.url } });
+teardown.add(async () => rmSync(dataDir, { recursive: true, force: true }));
 let overBudget = 0;
 try {
+  const origin = await teardown.start(startOrigin({ databasePath: join(dataDir, "items.sqlite"), seedItems: 10 }));
+  const worker = await teardown.start(startWranglerDev({ vars: { ...BUDGET_VARS, ORIGIN_URL: origin.url } }));
   console.log("| response | CORS header lines received | bytes | budget | ingress-nginx |");
   console.log("|---|---|---:|---:|---:|");
   for (const testCase of BUDGET_CASES) {
@@ -24,9 +29,7 @@ try {
     console.log(`| ${testCase.name} (${response.statusLine.split(" ")[1]}) | ${shown} | ${bytes} | ${testCase.budget} | ${testCase.ingressNginx} |`);
   }
 } finally {
-  await worker.stop();
-  await origin.stop();
-  rmSync(dataDir, { recursive: true, force: true });
+  await teardown.run();
 }
 if (overBudget > 0) {
   console.error(`${overBudget} case(s) over budget`);

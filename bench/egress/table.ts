@@ -202,7 +202,11 @@ function purgeFigureLines(report: EgressReport): string[] {
   out.push(
     `target purge mode ≤ ${pct(t.maxRatio, 0)} of before: ${t.ratioMet ? "met" : "NOT met"} (${pct(purge.ratio, 2)}` +
       `${beside.startsWith(";") || beside === "" ? beside : ` ${beside}`}); ` +
-      `staleness p99 ≤ ${n0(t.maxP99Ms)} ms: ${t.stalenessMet ? "met" : "NOT met"} (${ms(purge.stalenessMs.p99, purge.staleness.p99AtLeast)})`,
+      `staleness p99 ≤ ${n0(t.maxP99Ms)} ms: ${
+        purge.staleness.probed === 0
+          ? "not measured (no write of the run was probed: replay more requests)"
+          : `${t.stalenessMet ? "met" : "NOT met"} (${ms(purge.stalenessMs.p99, purge.staleness.p99AtLeast)})`
+      }`,
   );
   const a = purge.api;
   const r = purge.rateLimit;

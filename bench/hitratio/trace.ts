@@ -14,8 +14,8 @@ export interface Trace {
 export function readLirsTrace(path: string, name: string): Trace {
   if (!existsSync(path)) {
     throw new Error(
-      `trace file not found: ${path}\n  Pass --trace with a path to a .lirs.gz file (see ../shared/traces/README.md), ` +
-        `a trace name from that directory (gli, web07, web12), or --trace zipf.`,
+      `trace file not found: ${path}\n  Point --traces-dir (or SLIM_EDGE_TRACES) at the directory holding the traces (default: ../shared/traces ` +
+        `beside the repository; see its README.md), pass --trace with a path to a .lirs.gz file, or --trace zipf (generated, needs no file).`,
     );
   }
   const bytes = readFileSync(path);

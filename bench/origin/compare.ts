@@ -13,10 +13,10 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
 import { Children, waitForLine } from "./children.ts";
 import type { LoadResult, LoadSpec } from "./loadgen.ts";
 import { scrape } from "./prom-text.ts";
+import { BenchCli } from "../lib/cli.ts";
 import { median } from "../lib/stats.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -25,8 +25,13 @@ const BARE = join(ROOT, "bench/origin/bare.ts");
 const TOKEN = "bench-origin-token-0123456789abcdef";
 const HARD_LIMIT_MS = 15 * 60_000;
 
-const { values: args } = parseArgs({
-  options: {
+const cli: BenchCli = new BenchCli(
+  "bench:origin",
+  "usage: npm run bench:origin -- [--duration S] [--warmup S] [--rounds N] [--connections N] [--items N] [--zipf S]\n" +
+    "                               [--max-requests N] [--json FILE]\n" +
+    "       npm run bench:origin -- --scale --help        millions of entries (its own options)\n" +
+    "       npm run bench:origin -- --memory-floor --help  the cost of uncached memory reads (its own options)",
+  {
     duration: { type: "string", default: "2" },
     warmup: { type: "string", default: "0.5" },
     rounds: { type: "string", default: "9" },
@@ -36,22 +41,16 @@ const { values: args } = parseArgs({
     "max-requests": { type: "string", default: "5000000" },
     json: { type: "string" },
   },
-});
-const num = (name: keyof typeof args) => {
-  const n = Number(args[name]);
-  if (!Number.isFinite(n) || n <= 0) {
-    process.stderr.write(`bench:origin: --${name} must be a positive number\n`);
-    process.exit(2);
-  }
-  return n;
-};
-const durationMs = num("duration") * 1000;
-const warmupMs = num("warmup") * 1000;
-const rounds = Math.floor(num("rounds"));
-const connections = Math.floor(num("connections"));
-const items = Math.floor(num("items"));
-const zipfS = num("zipf");
-const maxRequests = Math.floor(num("max-requests"));
+);
+/** The options as given (or defaulted), for the JSON record. */
+const args = Object.fromEntries(["duration", "warmup", "rounds", "connections", "items", "zipf", "max-requests", "json"].map((name) => [name, cli.string(name)]));
+const durationMs = cli.positiveNumber("duration", cli.string("duration")) * 1000;
+const warmupMs = cli.positiveNumber("warmup", cli.string("warmup")) * 1000;
+const rounds = cli.wholeNumber("rounds", cli.string("rounds"));
+const connections = cli.wholeNumber("connections", cli.string("connections"));
+const items = cli.wholeNumber("items", cli.string("items"));
+const zipfS = cli.positiveNumber("zipf", cli.string("zipf"));
+const maxRequests = cli.wholeNumber("max-requests", cli.string("max-requests"));
 
 const children = new Children("bench:origin", HARD_LIMIT_MS);
 const dir = mkdtempSync(join(tmpdir(), "slim-origin-bench-"));
@@ -199,9 +198,10 @@ async function main(): Promise<void> {
     `total time ${((performance.now() - started) / 1000).toFixed(0)} s`,
   ];
   process.stdout.write(`${lines.join("\n")}\n`);
-  if (args.json) {
-    mkdirSync(dirname(args.json), { recursive: true });
-    writeFileSync(args.json, JSON.stringify({ args, pinning, node: process.version, cpuModel, rows, hits, misses }, null, 2));
+  const jsonOut = cli.string("json");
+  if (jsonOut !== undefined) {
+    mkdirSync(dirname(jsonOut), { recursive: true });
+    writeFileSync(jsonOut, JSON.stringify({ args, pinning, node: process.version, cpuModel, rows, hits, misses }, null, 2));
   }
 }
 

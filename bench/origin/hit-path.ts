@@ -8,28 +8,39 @@
 //
 //   node bench/origin/hit-path.ts [--sizes 1000,1000000,5000000] [--ids uniform|hot] [--rounds 5] [--hits 2000000]
 
-import { parseArgs } from "node:util";
 import { Wire } from "../../src/origin/http/wire.ts";
 import { readyItems, type ReadyItems } from "../../src/origin/reads/ready-items.ts";
 import { etagFor } from "../../src/origin/store/etag.ts";
 import { sampleItem } from "../../src/origin/store/sample-items.ts";
 import { prng } from "../lib/random.ts";
+import { BenchCli } from "../lib/cli.ts";
 import { hotSet } from "./hot-set.ts";
+import { parseSizes, ScaleArgsError } from "./scale-args.ts";
 import { cacheSizing } from "./scale-sizing.ts";
 
-const { values } = parseArgs({
-  options: {
+const cli: BenchCli = new BenchCli(
+  "hit-path",
+  "usage: node bench/origin/hit-path.ts [--sizes 1000,1M,5M] [--ids uniform|hot] [--rounds 5] [--hits 2000000]\n" +
+    "  --sizes  entries per cache, comma-separated (k and M suffixes); the smallest is the baseline   default 1000,1M",
+  {
     sizes: { type: "string", default: "1000,1000000" },
     ids: { type: "string", default: "uniform" },
     rounds: { type: "string", default: "5" },
     hits: { type: "string", default: "2000000" },
   },
-});
-if (values.ids !== "uniform" && values.ids !== "hot") throw new Error(`--ids: uniform or hot, got ${JSON.stringify(values.ids)}`);
-const hot = values.ids === "hot";
-const sizes = values.sizes.split(",").map((s) => Number(s.replace(/k$/i, "e3").replace(/M$/, "e6")));
-const rounds = Number(values.rounds);
-const hits = Number(values.hits);
+);
+const idsOption = cli.string("ids");
+if (idsOption !== "uniform" && idsOption !== "hot") cli.refuse(`--ids: uniform or hot, got ${JSON.stringify(idsOption)}`);
+const hot = idsOption === "hot";
+let sizes: number[];
+try {
+  sizes = parseSizes(cli.string("sizes")!); // ascending: the first is the smallest, the baseline
+} catch (error) {
+  if (!(error instanceof ScaleArgsError)) throw error;
+  cli.refuse(error.message);
+}
+const rounds = cli.wholeNumber("rounds", cli.string("rounds"));
+const hits = cli.wholeNumber("hits", cli.string("hits"));
 
 function filled(entries: number): ReadyItems {
   const items = readyItems({ maxBytes: cacheSizing(entries).cacheMaxBytes, ttlMs: 86_400_000 });

@@ -14,10 +14,10 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, freemem, loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
 import { Children, waitForLine } from "./children.ts";
 import type { LoadResult, LoadSpec } from "./loadgen.ts";
 import { pairedRatios, quartiles } from "./stats.ts";
+import { BenchCli } from "../lib/cli.ts";
 import { median } from "../lib/stats.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -26,8 +26,11 @@ const PRELOAD = join(ROOT, "bench/origin/random-reads.ts");
 const TOKEN = "bench-origin-token-0123456789abcdef";
 const HARD_LIMIT_MS = 15 * 60_000;
 
-const { values: args } = parseArgs({
-  options: {
+const cli: BenchCli = new BenchCli(
+  "bench:origin --memory-floor",
+  "usage: npm run bench:origin -- --memory-floor [--reads 0,1,2,3] [--ballast-mib 1700] [--items 1000] [--rounds 15]\n" +
+    "                                              [--duration S (1)] [--warmup S (0.5)] [--connections N (50)] [--json FILE]",
+  {
     "memory-floor": { type: "boolean" },
     reads: { type: "string", default: "0,1,2,3" },
     "ballast-mib": { type: "string", default: "1700" },
@@ -38,29 +41,22 @@ const { values: args } = parseArgs({
     connections: { type: "string", default: "50" },
     json: { type: "string" },
   },
-});
-function usage(problem: string): never {
-  process.stderr.write(`bench:origin --memory-floor: ${problem}\n`);
-  process.exit(2);
-}
-const positive = (name: keyof typeof args) => {
-  const n = Number(args[name]);
-  if (!Number.isFinite(n) || n <= 0) usage(`--${name} must be a positive number, got ${JSON.stringify(args[name])}`);
-  return n;
-};
-const readCounts = String(args.reads).split(",").map((s) => Number(s.trim()));
+);
+/** The options as given (or defaulted), for the JSON record. */
+const args = Object.fromEntries(["reads", "ballast-mib", "items", "rounds", "duration", "warmup", "connections", "json"].map((name) => [name, cli.string(name)]));
+const readCounts = String(cli.string("reads")).split(",").map((s) => Number(s.trim()));
 if (readCounts.some((n) => !Number.isInteger(n) || n < 0 || n > 64) || readCounts[0] !== 0) {
-  usage(`--reads must list whole numbers from 0 to 64, starting with 0 (the baseline), got ${JSON.stringify(args.reads)}`);
+  cli.refuse(`--reads must list whole numbers from 0 to 64, starting with 0 (the baseline), got ${JSON.stringify(cli.string("reads"))}`);
 }
-const ballastMib = positive("ballast-mib");
+const ballastMib = cli.positiveNumber("ballast-mib", cli.string("ballast-mib"));
 // The ballast must stay in memory: swapped out, a read would cost a disk access, not a cache miss.
 const spareMib = (freemem() - 2 * 2 ** 30) / 2 ** 20;
-if (ballastMib > spareMib) usage(`--ballast-mib ${ballastMib} does not fit in this machine's free memory with 2 GiB to spare (${Math.max(0, Math.floor(spareMib))} MiB)`);
-const items = Math.floor(positive("items"));
-const rounds = Math.floor(positive("rounds"));
-const durationMs = positive("duration") * 1000;
-const warmupMs = positive("warmup") * 1000;
-const connections = Math.floor(positive("connections"));
+if (ballastMib > spareMib) cli.refuse(`--ballast-mib ${ballastMib} does not fit in this machine's free memory with 2 GiB to spare (${Math.max(0, Math.floor(spareMib))} MiB)`);
+const items = cli.wholeNumber("items", cli.string("items"));
+const rounds = cli.wholeNumber("rounds", cli.string("rounds"));
+const durationMs = cli.positiveNumber("duration", cli.string("duration")) * 1000;
+const warmupMs = cli.positiveNumber("warmup", cli.string("warmup")) * 1000;
+const connections = cli.wholeNumber("connections", cli.string("connections"));
 
 const children = new Children("bench:origin --memory-floor", HARD_LIMIT_MS);
 const dir = mkdtempSync(join(tmpdir(), "slim-origin-floor-"));
@@ -177,9 +173,10 @@ async function main(): Promise<void> {
     `total time ${((performance.now() - started) / 1000).toFixed(0)} s`,
   ];
   process.stdout.write(`${lines.join("\n")}\n`);
-  if (args.json) {
-    mkdirSync(dirname(args.json), { recursive: true });
-    writeFileSync(args.json, JSON.stringify({ args, pinning: children.pinning, node: process.version, rows }, null, 2));
+  const jsonOut = cli.string("json");
+  if (jsonOut !== undefined) {
+    mkdirSync(dirname(jsonOut), { recursive: true });
+    writeFileSync(jsonOut, JSON.stringify({ args, pinning: children.pinning, node: process.version, rows }, null, 2));
   }
 }
 

@@ -212,6 +212,12 @@ function collect(stream: Readable | null, sink: string[], echo: boolean): void {
 }
 
 /** Bundles (if needed), writes the config, starts `workerd serve` and waits until it listens. */
+/** What must happen to the workerds still running if the process exits: one exit listener for all of them. */
+const atExit = new Set<() => void>();
+process.once("exit", () => {
+  for (const cleanup of atExit) cleanup();
+});
+
 export async function startWorkerd(options: WorkerdOptions): Promise<Workerd> {
   let code = options.code;
   if (code === undefined) {
@@ -266,6 +272,13 @@ export async function startWorkerd(options: WorkerdOptions): Promise<Workerd> {
   });
 
   const pid = child.pid as number;
+  // A run that ends early (Ctrl-C turned into an exit by the script's Teardown, an uncaught error) still
+  // stops this workerd and removes its directory.
+  const onExit = () => {
+    child.kill("SIGKILL");
+    rmSync(dir, { recursive: true, force: true });
+  };
+  atExit.add(onExit);
   return {
     url: `http://127.0.0.1:${port}`,
     port,
@@ -276,6 +289,7 @@ export async function startWorkerd(options: WorkerdOptions): Promise<Workerd> {
     close: () =>
       new Promise<void>((done) => {
         const finish = () => {
+          atExit.delete(onExit);
           rmSync(dir, { recursive: true, force: true });
           done();
         };

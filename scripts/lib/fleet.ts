@@ -68,11 +68,7 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
     }).catch((error: unknown) => {
       throw new Error(`${instanceName(i)} (port ${ports[i]}) did not start: ${(error as Error).message}`);
     });
-    teardown.guardGroup(running.child);
-    teardown.add(async () => {
-      await running.stop();
-      teardown.forgetGroup(running.child);
-    });
+    teardown.addRunning(running);
     if (options.echo) echoOutput(instanceName(i), running);
     return running;
   };

@@ -12,6 +12,12 @@ import { spawn, type ChildProcess } from "node:child_process";
 
 type Step = () => Promise<unknown>;
 
+/** What local-stack.ts's start functions return: a process group, and how to stop it. */
+interface StoppablePiece {
+  readonly child: ChildProcess;
+  stop(): Promise<unknown>;
+}
+
 interface Group {
   /** Process group id (the detached child's pid). */
   pgid: number;
@@ -37,6 +43,32 @@ export class Teardown {
   guardGroup(child: ChildProcess): void {
     if (child.pid === undefined) return;
     this.#groups.add({ pgid: child.pid, child, watchdog: watchdog(child.pid) });
+  }
+
+  /** A piece local-stack.ts started (its own process group): guarded, and stopped on teardown. */
+  addRunning(running: StoppablePiece): void {
+    this.guardGroup(running.child);
+    this.add(async () => {
+      await running.stop();
+      this.forgetGroup(running.child);
+    });
+  }
+
+  /**
+   * `addRunning` for a piece still starting: a teardown that comes first (a Ctrl-C while wrangler dev
+   * starts) waits for it to be up, then stops it. Resolves with the piece.
+   */
+  async start<T extends StoppablePiece>(starting: Promise<T>): Promise<T> {
+    let up: T | undefined;
+    this.add(async () => {
+      const running = up ?? (await starting.catch(() => undefined));
+      if (running === undefined) return;
+      await running.stop();
+      this.forgetGroup(running.child);
+    });
+    up = await starting;
+    this.guardGroup(up.child);
+    return up;
   }
 
   forgetGroup(child: ChildProcess): void {

@@ -19,7 +19,13 @@ export function readWranglerVars(
   envName: string | undefined,
   overrides: Readonly<Record<string, string | undefined>> = {},
 ): EdgeVars {
-  const config = parse(readFileSync(configPath, "utf8")) as {
+  let text: string;
+  try {
+    text = readFileSync(configPath, "utf8");
+  } catch (error) {
+    throw new Error(`${configPath}: cannot read the wrangler configuration (${(error as Error).message}); pass --config PATH of an existing wrangler.toml, or run this where one is`);
+  }
+  const config = parse(text) as {
     vars?: Record<string, unknown>;
     env?: Record<string, { vars?: Record<string, unknown> }>;
   };

@@ -336,14 +336,18 @@ describe("--memory-floor", () => {
   it.each([
     [["--reads", "1,2"], '--reads must list whole numbers from 0 to 64, starting with 0 (the baseline), got "1,2"'],
     [["--reads", "0,x"], '--reads must list whole numbers from 0 to 64, starting with 0 (the baseline), got "0,x"'],
-    [["--ballast-mib", "0"], '--ballast-mib must be a positive number, got "0"'],
-  ])("refuses %j before starting anything", (args, message) => {
+    [["--ballast-mib", "0"], '--ballast-mib must be a number greater than 0, got "0"'],
+    [["--rounds", "0.5"], '--rounds must be a whole number of at least 1, got "0.5"'],
+    [["--bogus"], "Unknown option '--bogus'"],
+  ])("refuses %j before starting anything, after its usage", (args, message) => {
     const run = spawnSync(process.execPath, ["bench/origin.ts", "--memory-floor", ...args], { cwd: ROOT, encoding: "utf8" });
-    expect([run.status, run.stderr]).toEqual([2, `bench:origin --memory-floor: ${message}\n`]);
+    expect(run.status).toBe(2);
+    expect(run.stderr).toMatch(/^usage: npm run bench:origin -- --memory-floor /);
+    expect(run.stderr).toContain(`\n\nbench:origin --memory-floor: ${message}`);
   });
 
   it("refuses a ballast the machine's free memory cannot hold (swapped out, a read would cost a disk access)", () => {
     const run = spawnSync(process.execPath, ["bench/origin.ts", "--memory-floor", "--ballast-mib", "1e12"], { cwd: ROOT, encoding: "utf8" });
-    expect([run.status, run.stderr]).toEqual([2, expect.stringMatching(/^bench:origin --memory-floor: --ballast-mib 1000000000000 does not fit in this machine's free memory with 2 GiB to spare \(\d+ MiB\)\n$/)]);
+    expect([run.status, run.stderr]).toEqual([2, expect.stringMatching(/\n\nbench:origin --memory-floor: --ballast-mib 1000000000000 does not fit in this machine's free memory with 2 GiB to spare \(\d+ MiB\)\n$/)]);
   });
 });

@@ -286,6 +286,9 @@ describe("egress report: TTL mode and purge mode", () => {
     expect(table).toMatch(/after \(TTL\)\s+cold\s+10 s\s+42\.5\s+7\.83%\s+42\.5 \(7\.83%\)\s+4,000 ms\s+9,000 ms\s+9,000 ms\s+0 of 2\s+80 \(260 B\)/);
     expect(table).toMatch(/purge\s+cold\s+86400 s\s+32\.5\s+5\.99%\s+0\.0 \(0\.00%\)\s+120 ms\s+180 ms\s+180 ms\s+0 of 2/);
     expect(table).toMatch(/target purge mode ≤ 1% of before: NOT met \(5\.99%; 0\.00% without the first read of each id, which a cold edge pays whatever its TTL\); staleness p99 ≤ 1,000 ms: met \(180 ms\)/);
+    // A run whose writes were none probed measured no staleness: said, not reported as missed at 0 ms.
+    const unprobed = terminalTable({ ...report, purge: { ...report.purge!, staleness: { ...report.purge!.staleness, probed: 0 } } });
+    expect(unprobed).toMatch(/staleness p99 ≤ 1,000 ms: not measured \(no write of the run was probed: replay more requests\)/);
     expect(table).toMatch(/3 calls for 2 writes = 1,500 per 1,000 writes; 2 accepted, 1 × 429/);
     expect(table).toMatch(/115\.7 changes\/s → 77\.2 calls\/s at this run's 1\.50 tags per call \(over the plan\), 3\.9 calls\/s with full 30-tag calls \(holds/);
     expect(table).toMatch(/Cache Response Rule \(set_cache_tags\): 0 B/);

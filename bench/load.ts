@@ -14,7 +14,7 @@
 // max(30 MiB, 20%) of its size after warm-up (W, default 100,000). Exit code 0 on PASS, 1 otherwise.
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { constants, cpus, tmpdir } from "node:os";
+import { cpus, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { InputError, loadMix } from "./egress/mix.ts";
@@ -137,18 +137,13 @@ const log = (line: string) => {
 // Ctrl-C (or any early end) stops the origin (a process group of its own) and removes the data; the
 // workerd harness stops its own at exit.
 const teardown = new Teardown();
-teardown.installSignalHandlers((signal) => 128 + constants.signals[signal]);
+teardown.installSignalHandlers();
 const dataDir = mkdtempSync(join(tmpdir(), "slim-edge-load-data-"));
 teardown.add(async () => rmSync(dataDir, { recursive: true, force: true }));
-const origin = await teardown.start(
-  startOrigin({
-    databasePath: join(dataDir, "items.sqlite"),
-    seedItems: mix.items.count,
-  }),
-);
 let workerd: Awaited<ReturnType<typeof startEdgeWorkerd>> | undefined;
 let exitCode = 1;
 try {
+  const origin = await teardown.start((onSpawn) => startOrigin({ databasePath: join(dataDir, "items.sqlite"), seedItems: mix.items.count, onSpawn }));
   workerd = await startEdgeWorkerd({ bindings: { ...mix.worker.vars, ORIGIN_URL: origin.url } });
   const tracks: MemoryTrack[] = [
     { name: "workerd (edge worker)", pid: workerd.pid, start: 0, warm: 0, end: 0, peak: 0 },

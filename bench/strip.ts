@@ -400,7 +400,7 @@ async function main(): Promise<void> {
   // Ctrl-C removes it too (and the workerd harness stops its own at the exit that follows).
   const teardown = new Teardown();
   teardown.add(async () => rmSync(tmp, { recursive: true, force: true }));
-  teardown.installSignalHandlers((signal) => 128 + os.constants.signals[signal]);
+  teardown.installSignalHandlers();
   try {
     const paths = writeAlternatives(tmp);
     const data = makeDataSet(LIST);

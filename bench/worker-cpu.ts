@@ -133,7 +133,7 @@ const t0 = performance.now();
 // Ctrl-C (or any early end) stops the origin (a process group of its own) and removes the scratch
 // directory; the workerd harness stops its own at exit.
 const teardown = new Teardown();
-teardown.installSignalHandlers((signal) => 128 + os.constants.signals[signal]);
+teardown.installSignalHandlers();
 const scratch = mkdtempSync(join(os.tmpdir(), "slim-edge-worker-cpu-"));
 teardown.add(async () => rmSync(scratch, { recursive: true, force: true }));
 // The edge cache serves public reads; a request with Authorization or Cookie bypasses it (RFC 9111 §3.5)
@@ -153,10 +153,10 @@ console.log(
 );
 console.log(`command: ${command}\n`);
 
-const origin = await teardown.start(startOrigin({ databasePath: join(scratch, "items.sqlite"), seedItems: 1_000 }));
 const caches: CacheServer[] = [];
 let results: ScenarioResult[] | undefined;
 try {
+  const origin = await teardown.start((onSpawn) => startOrigin({ databasePath: join(scratch, "items.sqlite"), seedItems: 1_000, onSpawn }));
   const missCache = await startCacheServer("miss");
   caches.push(missCache);
   const hitCache = WITH_HIT ? await startCacheServer("store") : undefined;

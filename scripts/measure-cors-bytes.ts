@@ -2,7 +2,7 @@
 // `wrangler dev` with the budget's allow-list, sends each budget case as raw HTTP/1.1, and prints a Markdown
 // table of the CORS header bytes received next to the budget (the README's table comes from here).
 import { mkdtempSync, rmSync } from "node:fs";
-import { constants, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BUDGET_CASES, BUDGET_VARS, corsWireBytes } from "./lib/cors-budget-cases.ts";
 import { startOrigin, startWranglerDev } from "./lib/local-stack.ts";
@@ -11,13 +11,13 @@ import { Teardown } from "./lib/teardown.ts";
 
 // Ctrl-C (or any early end) stops both pieces and removes the data: they run in process groups of their own.
 const teardown = new Teardown();
-teardown.installSignalHandlers((signal) => 128 + constants.signals[signal]);
+teardown.installSignalHandlers();
 const dataDir = mkdtempSync(join(tmpdir(), "slim-edge-budget-"));
 teardown.add(async () => rmSync(dataDir, { recursive: true, force: true }));
 let overBudget = 0;
 try {
-  const origin = await teardown.start(startOrigin({ databasePath: join(dataDir, "items.sqlite"), seedItems: 10 }));
-  const worker = await teardown.start(startWranglerDev({ vars: { ...BUDGET_VARS, ORIGIN_URL: origin.url } }));
+  const origin = await teardown.start((onSpawn) => startOrigin({ databasePath: join(dataDir, "items.sqlite"), seedItems: 10, onSpawn }));
+  const worker = await teardown.start((onSpawn) => startWranglerDev({ vars: { ...BUDGET_VARS, ORIGIN_URL: origin.url }, onSpawn }));
   console.log("| response | CORS header lines received | bytes | budget | ingress-nginx |");
   console.log("|---|---|---:|---:|---:|");
   for (const testCase of BUDGET_CASES) {

@@ -20,7 +20,7 @@ import { cacheSizing } from "./scale-sizing.ts";
 
 const cli: BenchCli = new BenchCli(
   "hit-path",
-  "usage: node bench/origin/hit-path.ts [--sizes 1000,1M,5M] [--ids uniform|hot] [--rounds 5] [--hits 2000000]\n" +
+  "usage: node bench/origin/hit-path.ts [--sizes 1000,1M] [--ids uniform|hot] [--rounds 5] [--hits 2000000]\n" +
     "  --sizes  entries per cache, comma-separated (k and M suffixes); the smallest is the baseline   default 1000,1M",
   {
     sizes: { type: "string", default: "1000,1000000" },

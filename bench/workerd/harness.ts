@@ -211,13 +211,13 @@ function collect(stream: Readable | null, sink: string[], echo: boolean): void {
   });
 }
 
-/** Bundles (if needed), writes the config, starts `workerd serve` and waits until it listens. */
 /** What must happen to the workerds still running if the process exits: one exit listener for all of them. */
 const atExit = new Set<() => void>();
 process.once("exit", () => {
   for (const cleanup of atExit) cleanup();
 });
 
+/** Bundles (if needed), writes the config, starts `workerd serve` and waits until it listens. */
 export async function startWorkerd(options: WorkerdOptions): Promise<Workerd> {
   let code = options.code;
   if (code === undefined) {
@@ -238,6 +238,13 @@ export async function startWorkerd(options: WorkerdOptions): Promise<Workerd> {
   const child: ChildProcess = spawn(WORKERD, ["serve", join(dir, "config.capnp"), "--control-fd=3"], {
     stdio: ["ignore", "pipe", "pipe", "pipe"],
   });
+  // A run that ends early (Ctrl-C turned into an exit by the script's Teardown, an uncaught error) still
+  // stops this workerd, even one still starting, and removes its directory.
+  const onExit = () => {
+    child.kill("SIGKILL");
+    rmSync(dir, { recursive: true, force: true });
+  };
+  atExit.add(onExit);
   const logs: string[] = [];
   collect(child.stdout, logs, options.verbose === true);
   collect(child.stderr, logs, options.verbose === true);
@@ -248,7 +255,8 @@ export async function startWorkerd(options: WorkerdOptions): Promise<Workerd> {
     let buffered = "";
     const fail = (err: Error) => {
       clearTimeout(timer);
-      child.kill("SIGKILL");
+      atExit.delete(onExit);
+      onExit();
       reject(new Error(`${err.message}\n${logs.join("")}`));
     };
     child.once("exit", (c, sig) => fail(new Error(`workerd exited (${c ?? sig}) before listening`)));
@@ -272,13 +280,6 @@ export async function startWorkerd(options: WorkerdOptions): Promise<Workerd> {
   });
 
   const pid = child.pid as number;
-  // A run that ends early (Ctrl-C turned into an exit by the script's Teardown, an uncaught error) still
-  // stops this workerd and removes its directory.
-  const onExit = () => {
-    child.kill("SIGKILL");
-    rmSync(dir, { recursive: true, force: true });
-  };
-  atExit.add(onExit);
   return {
     url: `http://127.0.0.1:${port}`,
     port,

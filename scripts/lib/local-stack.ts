@@ -113,8 +113,10 @@ function spawnUntilReady(
   env: NodeJS.ProcessEnv,
   ready: RegExp,
   echo: boolean,
+  onSpawn: ((child: ChildProcess) => void) | undefined,
 ): Promise<ChildProcess> {
   const child = spawn(command, args, { cwd: ROOT, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  onSpawn?.(child);
   const streams = [child.stdout!, child.stderr!];
   // Decoded per stream, so a UTF-8 character split across chunks stays whole.
   for (const stream of streams) stream.setEncoding("utf8");
@@ -139,6 +141,8 @@ export interface OriginOptions {
   metricsPort?: number;
   extraEnv?: Record<string, string>;
   echo?: boolean;
+  /** Told of the process (its own group) as soon as it is spawned, before it is ready (Teardown.start). */
+  onSpawn?: (child: ChildProcess) => void;
 }
 
 /** The origin cache service (`src/origin/main.ts`) under Node 22. */
@@ -156,7 +160,7 @@ export async function startOrigin(options: OriginOptions): Promise<Running> {
     ...(options.token ? { ORIGIN_TOKEN: options.token } : {}),
     ...options.extraEnv,
   };
-  const child = await spawnUntilReady("origin", resolve(BIN, "node"), ["src/origin/main.ts"], env, /listening on/i, options.echo ?? false);
+  const child = await spawnUntilReady("origin", resolve(BIN, "node"), ["src/origin/main.ts"], env, /listening on/i, options.echo ?? false, options.onSpawn);
   return { url: `http://127.0.0.1:${port}`, port, child, stop: () => stopChild(child) };
 }
 
@@ -168,6 +172,8 @@ export interface WorkerOptions {
   echo?: boolean;
   /** More wrangler dev arguments; an `--inspector-port` or `--persist-to` here replaces this function's own. */
   extraArgs?: string[];
+  /** As OriginOptions.onSpawn. */
+  onSpawn?: (child: ChildProcess) => void;
 }
 
 /** Whether `args` sets `flag` (`--flag VALUE` or `--flag=VALUE`). */
@@ -207,7 +213,7 @@ export async function startWranglerDev(options: WorkerOptions): Promise<Running>
   const removeState = () => {
     if (state) rmSync(state, { recursive: true, force: true });
   };
-  const child = await spawnUntilReady("worker", resolve(BIN, "wrangler"), args, env, /Ready on http/, options.echo ?? false).catch(
+  const child = await spawnUntilReady("worker", resolve(BIN, "wrangler"), args, env, /Ready on http/, options.echo ?? false, options.onSpawn).catch(
     (error: unknown) => {
       removeState();
       throw error;

@@ -9,14 +9,13 @@
 // called here, so that a signal removes its directory before exit rather than a second later.
 
 import { spawn, type ChildProcess } from "node:child_process";
+import { constants } from "node:os";
+import type { Running } from "./local-stack.ts";
 
 type Step = () => Promise<unknown>;
 
-/** What local-stack.ts's start functions return: a process group, and how to stop it. */
-interface StoppablePiece {
-  readonly child: ChildProcess;
-  stop(): Promise<unknown>;
-}
+/** What local-stack.ts's start functions return (its Running): a process group, and how to stop it. */
+type StoppablePiece = Pick<Running, "child" | "stop">;
 
 interface Group {
   /** Process group id (the detached child's pid). */
@@ -55,20 +54,30 @@ export class Teardown {
   }
 
   /**
-   * `addRunning` for a piece still starting: a teardown that comes first (a Ctrl-C while wrangler dev
-   * starts) waits for it to be up, then stops it. Resolves with the piece.
+   * `addRunning` from the moment a piece is spawned: `start` starts it with local-stack.ts, passing on the
+   * `onSpawn` it is given. Its group is guarded at once; a teardown while it starts (a Ctrl-C while wrangler
+   * dev starts) ends its group there and then, and one that began before it came up stops it and never
+   * returns it, so the script goes no further. Resolves with the piece once it is up.
    */
-  async start<T extends StoppablePiece>(starting: Promise<T>): Promise<T> {
+  async start<T extends StoppablePiece>(start: (onSpawn: (child: ChildProcess) => void) => Promise<T>): Promise<T> {
+    let spawned: ChildProcess | undefined;
     let up: T | undefined;
     this.add(async () => {
-      const running = up ?? (await starting.catch(() => undefined));
-      if (running === undefined) return;
-      await running.stop();
-      this.forgetGroup(running.child);
+      if (up !== undefined) await up.stop();
+      else if (spawned !== undefined) await endGroup(spawned);
+      if (spawned !== undefined) this.forgetGroup(spawned);
     });
-    up = await starting;
-    this.guardGroup(up.child);
-    return up;
+    const piece = await start((child) => {
+      spawned = child;
+      this.guardGroup(child);
+    });
+    if (this.#running !== undefined) {
+      await piece.stop();
+      this.forgetGroup(piece.child);
+      return new Promise<never>(() => {});
+    }
+    up = piece;
+    return piece;
   }
 
   forgetGroup(child: ChildProcess): void {
@@ -95,10 +104,14 @@ export class Teardown {
   }
 
   /**
-   * SIGINT/SIGTERM/SIGHUP run the steps and exit with `exitCode(signal)`; a second signal exits at once
-   * (the exit hook still kills the groups). A plain exit (end of main, uncaught error) SIGKILLs what is left.
+   * SIGINT/SIGTERM/SIGHUP run the steps and exit with `exitCode(signal)` (by default 128 + its number, as a
+   * shell reports it); a second signal exits at once (the exit hook still kills the groups). A plain exit
+   * (end of main, uncaught error) SIGKILLs what is left.
    */
-  installSignalHandlers(exitCode: (signal: NodeJS.Signals) => number, onSignal?: (signal: NodeJS.Signals) => void): void {
+  installSignalHandlers(
+    exitCode: (signal: NodeJS.Signals) => number = (signal) => 128 + constants.signals[signal],
+    onSignal?: (signal: NodeJS.Signals) => void,
+  ): void {
     let signalled = false;
     for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
       process.on(signal, () => {
@@ -122,6 +135,27 @@ export class Teardown {
     }
     this.#groups.clear();
   }
+}
+
+/** SIGTERM to a child's process group, SIGKILL after 5 s; resolves once the child has exited. */
+function endGroup(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return Promise.resolve();
+  const pid = child.pid;
+  const signal = (name: NodeJS.Signals) => {
+    try {
+      process.kill(-pid, name);
+    } catch {
+      // already gone
+    }
+  };
+  return new Promise((resolve) => {
+    const kill = setTimeout(() => signal("SIGKILL"), 5_000);
+    child.once("exit", () => {
+      clearTimeout(kill);
+      resolve();
+    });
+    signal("SIGTERM");
+  });
 }
 
 /** A detached shell that polls once a second whether this process lives, and stops `pgid` when it does not. */

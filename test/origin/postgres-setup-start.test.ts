@@ -59,6 +59,15 @@ describe("the origin's own tables at start", () => {
     expect(await postgres.pg.sql("SELECT string_agg(tgenabled::text, '') FROM pg_trigger WHERE tgrelid = 'slim_edge_items'::regclass", db)).toBe("AA");
   });
 
+  it("instances starting together on an empty database all start: one creates the tables, the others find them", async () => {
+    const url = await postgres.database();
+    // Each may look between two statements while another's creation commits (the table not there yet, its
+    // triggers already): none may take the table another instance just created for another deployment's.
+    // (A stress of that window, not a way to open it at will.)
+    const results = await Promise.allSettled(Array.from({ length: 6 }, () => preparePostgres(options(url), undefined)));
+    expect(results.map((r) => (r.status === "rejected" ? String(r.reason) : "started"))).toEqual(Array(6).fill("started"));
+  });
+
   it("a role without a privilege it needs is refused naming the GRANT", async () => {
     const url = await postgres.database();
     const db = dbOf(url);

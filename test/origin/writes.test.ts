@@ -296,6 +296,23 @@ describe("CONNECT", () => {
         expect(answer).toBe("HTTP/1.1 501 Not Implemented\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
       }
     }
+    // A client that reads the 501 but keeps its side open does not keep the connection: what it sends next
+    // meets a closed socket (node's timeouts no longer watch one handed over for CONNECT).
+    const open = connect({ port: origin.port, host: "127.0.0.1", allowHalfOpen: true });
+    let reply = "";
+    open.on("data", (d: Buffer) => (reply += d.toString("latin1")));
+    let failed: string | undefined;
+    open.on("error", (e: NodeJS.ErrnoException) => (failed = e.code));
+    open.write("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n");
+    await new Promise<void>((resolve) => open.once("end", resolve)); // the 501, then the origin's FIN
+    expect(reply).toMatch(/^HTTP\/1\.1 501 /);
+    // The first write draws the closed socket's reset, a later one reports it.
+    for (let i = 0; i < 50 && failed === undefined; i++) {
+      open.write("more bytes\r\n");
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(failed).toMatch(/ECONNRESET|EPIPE/);
+    open.destroy();
     // Pipelined behind a write still committing: the write's 204 first.
     const connectAfter = Buffer.concat([withBody("PUT", "/items/k", '{"v":1}'), Buffer.from("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")]);
     expect(statuses(await untilClosed(origin.port, connectAfter))).toEqual(["HTTP/1.1 204 No Content", "HTTP/1.1 501 Not Implemented"]);

@@ -35,10 +35,14 @@ export function endConnectionsAsRfc9112(server: Server, handlesContinue: boolean
   server.on("checkExpectation", (req: IncomingMessage, res: ServerResponse) => server.emit("request", req, res));
   server.on("connect", (_req: IncomingMessage, socket: Socket) => {
     socket.on("error", () => {}); // a client gone before the answer
-    // Like a malformed request: after the answers to the requests before it.
-    answerAfterPending(socket, () => {
-      if (!socket.writableEnded) socket.end(NOT_A_PROXY);
+    // Like a malformed request: after the answers to the requests before it. Then the connection is
+    // closed outright: node's timeouts no longer watch a socket it handed over, and a client that keeps
+    // its side open would hold it for ever.
+    const answered = answerAfterPending(socket, () => {
+      if (socket.writableEnded) socket.destroy();
+      else socket.end(NOT_A_PROXY, () => socket.destroy());
     });
+    if (!answered) socket.destroy();
   });
 }
 

@@ -14,7 +14,7 @@
 import { mkdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import type { DatabaseSync } from "node:sqlite";
-import { isBusy } from "./sqlite-busy.ts";
+import { isBusy, sqliteResultCode } from "./sqlite-busy.ts";
 
 /** The file whose lock says which origin serves `path`. */
 function ownerFileOf(path: string): string {
@@ -76,11 +76,16 @@ export async function claimSqliteFile(path: string): Promise<SqliteClaim> {
   } catch (error) {
     db.close();
     if (isBusy(error)) throw new SqliteFileTakenError(path, owner, lockHolder(owner));
-    // Anything else is about the lock file alone (not a database, read-only, …), never the data beside it.
-    throw new SqliteOwnerFileError(path, owner, error);
+    // A lock file that is no usable SQLite file is named as such, never the data beside it; anything else
+    // (a full disk, an I/O error) is a failure to start like any other, which a restart may mend.
+    if (LOCK_FILE_PROBLEMS.has(sqliteResultCode(error) ?? -1)) throw new SqliteOwnerFileError(path, owner, error);
+    throw error;
   }
   return { release: () => db.close() };
 }
+
+/** SQLITE_READONLY, SQLITE_CORRUPT, SQLITE_CANTOPEN, SQLITE_NOTADB: the lock file itself cannot be used. */
+const LOCK_FILE_PROBLEMS = new Set([8, 11, 14, 26]);
 
 function exists(path: string): boolean {
   try {
@@ -103,12 +108,18 @@ function lockHolder(file: string): number | undefined {
     const major = ((dev >> 8n) & 0xfffn) | ((dev >> 32n) & ~0xfffn);
     const minor = (dev & 0xffn) | ((dev >> 12n) & ~0xffn);
     const id = `${major.toString(16).padStart(2, "0")}:${minor.toString(16).padStart(2, "0")}:${ino}`;
-    for (const line of readFileSync("/proc/locks", "latin1").split("\n")) {
-      const fields = line.trim().split(/\s+/);
-      if (fields[1] !== "POSIX" || fields[5] !== id) continue;
-      const pid = Number(fields[4]);
-      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid) return pid;
-    }
+    const holders = readFileSync("/proc/locks", "latin1")
+      .split("\n")
+      .map((line) => line.trim().split(/\s+/))
+      .filter((fields) => fields[1] === "POSIX" && fields[5]?.endsWith(`:${ino}`))
+      .map((fields) => ({ file: fields[5], pid: Number(fields[4]) }))
+      .filter(({ pid }) => Number.isInteger(pid) && pid > 0 && pid !== process.pid);
+    // The device as stat tells it and as the kernel prints it differ on some filesystems (btrfs subvolumes):
+    // then the inode alone, if only one process holds a lock on it.
+    const exact = holders.find((h) => h.file === id);
+    if (exact !== undefined) return exact.pid;
+    const pids = new Set(holders.map((h) => h.pid));
+    if (pids.size === 1) return [...pids][0];
   } catch {
     // No /proc/locks (not Linux): the message goes without the process.
   }

@@ -349,8 +349,6 @@ async function ownedPlan(tx: Tx, role: string): Promise<{ schema: string; items:
 
 async function ensureOwnedSchema(tx: Tx, role: string): Promise<void> {
   let plan = await ownedPlan(tx, role);
-  const others = await otherFedTables(tx, plan.itemsOid === null ? [] : [plan.itemsOid]);
-  if (others.length > 0) throw refused("DATABASE_URL", anotherDeployment(others, plan.items));
   if (plan.missing.length > 0) {
     // Instances starting together would race on CREATE ... IF NOT EXISTS (it is not atomic): one at a
     // time, each looking again once it holds the lock.
@@ -369,6 +367,11 @@ async function ensureOwnedSchema(tx: Tx, role: string): Promise<void> {
   if (lacking.length > 0) {
     throw refused("DATABASE_URL", `role ${role} may not ${lacking.map(([p, r]) => `${p} ${r}`).join("; ")}, which the origin needs: as their owner, run \`${grants(lacking, role)}\`.`);
   }
+  // Last, once the items table is there (this start or another instance's, starting beside it, may just have
+  // created it); a refusal rolls back whatever this start created.
+  const [items] = await tx<{ oid: string | null }[]>`SELECT to_regclass(${plan.items})::oid::text AS oid`;
+  const others = await otherFedTables(tx, items!.oid === null ? [] : [items!.oid]);
+  if (others.length > 0) throw refused("DATABASE_URL", anotherDeployment(others, plan.items));
 }
 
 /**

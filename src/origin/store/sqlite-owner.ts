@@ -3,10 +3,10 @@
 // (cluster/change-relay.ts), but a second origin on the same file would hear of nothing: each would serve
 // the other's writes stale for up to CACHE_TTL_SECONDS, and both would purge the edge from the same outbox.
 //
-// So an origin claims the file before it opens it, by holding an exclusive SQLite lock on a file beside it
-// (beside the file itself, through any symbolic link), `<file>-owner`, for as long as it runs (the lock, not the file, is the claim: the file stays, as `-wal`
-// and `-shm` do). The operating system drops the lock when the process ends, however it ends, so a crash
-// leaves nothing to clean up before the next start.
+// So an origin claims the file before it opens it, by holding an exclusive SQLite lock on `<file>-owner`
+// beside it (beside the file itself, through any symbolic link) for as long as it runs. The lock, not the
+// file, is the claim: the file stays, as `-wal` and `-shm` do. The operating system drops the lock when the
+// process ends, however it ends, so a crash leaves nothing to clean up before the next start.
 //
 // node:sqlite is loaded when a claim is made, not with this module: main.ts imports the errors below (through
 // start-failure.ts) before it has quieted node:sqlite's ExperimentalWarning.

@@ -1,6 +1,6 @@
-// Everything a cluster run or `npm start` started (origin and worker process groups, the throwaway
-// PostgreSQL, load generators) is stopped on every way out: the run's own end, Ctrl-C (SIGINT), SIGTERM,
-// SIGHUP (a closed terminal), an uncaught error, and a SIGKILL of this process.
+// Everything a script started (`npm start`, a cluster run, a benchmark: origin and worker process groups,
+// the throwaway PostgreSQL, load generators) is stopped on every way out: the run's own end, Ctrl-C
+// (SIGINT), SIGTERM, SIGHUP (a closed terminal), an uncaught error, and a SIGKILL of this process.
 //
 // Why each: the origins and the worker are spawned detached by scripts/lib/local-stack.ts (their own
 // process groups, so wrangler's workerd can be stopped with its parent), so the terminal's Ctrl-C never
@@ -60,6 +60,8 @@ export class Teardown {
    * returns it, so the script goes no further. Resolves with the piece once it is up.
    */
   async start<T extends StoppablePiece>(start: (onSpawn: (child: ChildProcess) => void) => Promise<T>): Promise<T> {
+    // Teardown already under way: nothing new is started, and the script goes no further.
+    if (this.#running !== undefined) return new Promise<never>(() => {});
     let spawned: ChildProcess | undefined;
     let up: T | undefined;
     this.add(async () => {

@@ -29,6 +29,21 @@ describe("Teardown.start", () => {
     await expect(starting).rejects.toThrow("exited before it was ready");
   });
 
+  it("starts nothing once teardown is under way", async () => {
+    const teardown = new Teardown();
+    await teardown.run();
+    let started = false;
+    let handed = false;
+    void teardown
+      .start(async () => {
+        started = true;
+        return { child: detachedSleep(), stop: async () => {} };
+      })
+      .then(() => (handed = true));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect([started, handed]).toEqual([false, false]);
+  });
+
   it("stops a piece that comes up after teardown began, and never resolves with it", async () => {
     const teardown = new Teardown();
     const child = detachedSleep();

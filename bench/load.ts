@@ -11,7 +11,8 @@
 // of workerd and of the origin at start, after warm-up and at the end.
 //
 // Verdict: PASS when there are no errors at all and memory is flat: each process ends within
-// max(30 MiB, 20%) of its size after warm-up (W, default 100,000). Exit code 0 on PASS, 1 otherwise.
+// max(30 MiB, 20%) of its size after warm-up (W, default 100,000). Exit code 0 on PASS, 1 on FAIL, 2 for a
+// bad argument or mix file, 128 + the signal when interrupted (everything it started is stopped first).
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";

@@ -1,4 +1,4 @@
-// npm run bench  (node bench/strip.ts [--quick] [--node-only] [--workerd-only] [--rounds N] [--target-ms N] [--json FILE])
+// npm run bench  (node bench/strip.ts [--quick] [--node-only | --workerd-only] [--rounds N] [--target-ms N] [--json FILE])
 //
 // Internal-header stripping, side by side in one run, in Node (V8) and inside a bare `workerd serve`:
 //   naive              copy the Headers, delete() every listed name (families need a walk of the copy)

@@ -1,7 +1,8 @@
 // `npm run build:snippet [-- --env NAME] [--var NAME:VALUE ...] [--outfile PATH] [--bake-origin-token]`: the
 // Cloudflare Snippet as one ES module (default dist/snippet.js), with the configuration baked in from
 // wrangler.toml `[vars]` or `[env.NAME.vars]` and `--var` overrides, read as `npm run check` and
-// `wrangler deploy` read them (never from the process environment), validated with the worker's rules.
+// `wrangler deploy` read them (never from the process environment; `--env` alone picks the environment, not
+// CLOUDFLARE_ENV), validated with the worker's rules.
 // A refused configuration fails with the message `npm run check` prints; so does a bundle over 32,768 bytes.
 // An argument it does not know prints the usage and exits 2, building nothing.
 //

@@ -33,8 +33,8 @@ Each a string; override one with \`--var NAME:VALUE\` (\`npm run dev\`, \`check\
 wrangler does; wrangler ignores environment variables for vars, and so does \`check\`); environments
 (\`[env.NAME.vars]\`) do not inherit \`[vars]\`. \`npm run check [-- --env NAME] [--config PATH]\` validates
 them as the worker does (the environment is \`--env\`, else \`CLOUDFLARE_ENV\`, as wrangler picks it), and
-refuses a name in \`[vars]\` that is none of these (a misspelt var would pass for its default); \`npm run
-deploy\` checks the file and vars it deploys, and \`npm start\` those \`wrangler dev\` runs, its local files
+refuses a name in \`[vars]\` or \`[env.NAME.vars]\` that is none of the plain vars below (a misspelt var
+would pass for its default; \`ORIGIN_TOKEN\` is a secret, refused there too); \`npm run deploy\` checks the file and vars it deploys, and \`npm start\` those \`wrangler dev\` runs, its local files
 included (\`.dev.vars\`, the \`.env\` files, or \`--env-file\`; read as written, without wrangler's \`\${NAME}\`
 expansion). A worker started with a refused configuration answers every request 500 with no CORS headers.
 

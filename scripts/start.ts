@@ -26,7 +26,7 @@ const FLAGS: FlagSpec[] = [
   { flag: "--port", value: "N", doc: `the worker's port (default ${DEFAULT_WORKER_PORT}; 0: a free one)` },
   { flag: "--ip", value: "ADDRESS", doc: "the worker's address (default 127.0.0.1)" },
   { flag: "--var", value: "NAME:VALUE", doc: "override one of the worker's vars, validated as npm run check does (repeatable)" },
-  { flag: "--env", short: "-e", value: "NAME", doc: "the worker's vars from wrangler.toml [env.NAME.vars]" },
+  { flag: "--env", short: "-e", value: "NAME", doc: "the worker's vars from wrangler.toml [env.NAME.vars] (default: CLOUDFLARE_ENV, as wrangler)" },
 ];
 const USAGE = `${usageText("npm start", FLAGS)}
 Any other argument goes to wrangler dev. The origin's ports come from the environment:

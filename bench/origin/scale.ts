@@ -1,5 +1,5 @@
 // `npm run bench:origin -- --scale`: the origin with a few entries cached against the same origin with
-// millions (issue 12's benchmark). One run, every origin up side by side on the server core:
+// millions (issue 12's benchmark). One run, every origin up side by side on the server core (until step 6):
 //
 //   1. per size N (ascending): the origin seeds its own SQLite store with 2N sample items, builds its
 //      membership filter, and its cache (CACHE_MAX_BYTES sized for N, scale-sizing.ts) is warmed by
@@ -8,9 +8,10 @@
 //   3. throughput: interleaved rounds of every size × workload (--ids: a hot set as small as the
 //      smallest cache, or every cached id) × {304 with If-None-Match, 200}; medians and per-round
 //      ratios to the smallest size
-//   4. unknown ids: an enumeration scan past the end of each store, and of the largest store on an
-//      origin with ID_FILTER_CAPACITY=0 (the "before"); store reads per 1,000 requests
+//   4. unknown ids: an enumeration scan past the end of each store; store reads per 1,000 requests
 //   5. churn: ids drawn over the whole store (twice the cache) on each size in turn, GC time per minute
+//   6. once those origins have stopped (an origin refuses a SQLite file another serves): the largest store
+//      scanned the same way on an origin with ID_FILTER_CAPACITY=0 (the "before")
 //
 // The figures are reported by scale-report.ts; `--scale --help` lists the options (scale-args.ts).
 // Bounded: a hard time limit (--time-limit, 30 min), sizes the machine cannot hold are refused before

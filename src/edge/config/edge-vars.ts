@@ -55,7 +55,7 @@ export const EDGE_VARS = [
     default: "",
     secret: true,
     meaning:
-      "Sent in `x-origin-token`; the origin refuses requests without it when it has the same secret. `wrangler secret put ORIGIN_TOKEN`; locally in `.dev.vars`. `npm start` takes it from the environment or from the worker's `.dev.vars` (or `.env`) and gives it to both pieces (to wrangler dev as a `--var`, visible in `ps`), and refuses two different ones.",
+      "Sent in `x-origin-token`; the origin refuses requests without it when it has the same secret. `wrangler secret put ORIGIN_TOKEN`; locally in `.dev.vars`. `npm start` takes it from the environment or from the worker's local vars file (`.dev.vars`, the `.env` files, or the `--env-file` files when given) and gives it to both pieces (to wrangler dev as a `--var`, visible in `ps`), and refuses two different ones.",
   },
 ] as const satisfies readonly VarDoc[];
 

@@ -18,7 +18,6 @@ import { INTERNAL_ERROR, item200Head, item304Head, itemBody, STORE_UNAVAILABLE, 
  */
 export const HOST_ERROR = "send exactly one Host header, with a valid value";
 
-
 export interface NodeTransportParts {
   reads: ItemReads;
   writes: ItemWrites;

@@ -5,9 +5,7 @@
 // else CLOUDFLARE_ENV, as wrangler picks it) and `--var` flags, never other variables of the process
 // environment (wrangler ignores them for vars). An argument it does not know is refused (exit 2): a misspelt
 // `--env` must not pass for a check of `[vars]`.
-import { ConfigError } from "../src/shared/config/config-error.ts";
-import { parseEdgeConfig } from "../src/edge/config/parse-edge-config.ts";
-import { envFlag, type FlagSpec, readWranglerVars, scriptArgsOrExit, varFlags, wranglerConfigPath } from "./lib/wrangler-vars.ts";
+import { checkedWorkerVars, envFlag, type FlagSpec, scriptArgsOrExit } from "./lib/wrangler-vars.ts";
 
 const FLAGS: FlagSpec[] = [
   { flag: "--env", short: "-e", value: "NAME", doc: "check [env.NAME.vars] instead of [vars] (default: CLOUDFLARE_ENV, as wrangler)" },
@@ -18,15 +16,11 @@ const FLAGS: FlagSpec[] = [
 
 const args = process.argv.slice(2);
 scriptArgsOrExit("check", args, FLAGS);
-const envName = envFlag(args);
-let where = "wrangler.toml";
 try {
-  const configPath = wranglerConfigPath(args);
-  where = envName ? `${configPath} [env.${envName}]` : `${configPath} [vars]`;
-  const spec = parseEdgeConfig(readWranglerVars(configPath, envName, varFlags(args)));
+  const { spec, where } = checkedWorkerVars(args, envFlag(args));
   const origins = spec.cors.anyOrigin ? "*" : [...spec.cors.exactOrigins, ...spec.cors.originPatterns.map((p) => `${p.prefix}*${p.suffix}`)].join(", ");
   console.log(`${where}: configuration OK (origin ${spec.origin.url}; CORS ${origins || "off"})`);
 } catch (error) {
-  console.error(error instanceof ConfigError ? `${where}: ${error.message}` : String(error instanceof Error ? error.message : error));
+  console.error((error as Error).message);
   process.exit(1);
 }

@@ -7,16 +7,17 @@
 // arguments) are validated first, with the code `npm run check` runs: a refused configuration prints check's
 // message and nothing starts, instead of a worker that answers every request 500. A piece that fails to
 // start is reported in one line, with the fix when it is known (a port taken), and the other is stopped.
+import type { ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseEnv } from "node:util";
-import { parseEdgeConfig, type EdgeSpec } from "../src/edge/config/parse-edge-config.ts";
+import type { EdgeSpec } from "../src/edge/config/parse-edge-config.ts";
 import { readToken } from "../src/origin/config/origin-var-readers.ts";
-import { ConfigError, type ConfigProblem } from "../src/shared/config/config-error.ts";
+import type { ConfigProblem } from "../src/shared/config/config-error.ts";
 import { ExitedBeforeReady, freePort, localUrl, ROOT, type Running, startOrigin, startWranglerDev } from "./lib/local-stack.ts";
 import { Teardown } from "./lib/teardown.ts";
-import { envFileFlags, envFlag, type FlagSpec, PLAIN_VAR_NAMES, readWranglerVars, usageText, UsageError, varFlags, wranglerConfigPath } from "./lib/wrangler-vars.ts";
+import { checkedWorkerVars, envFileFlags, envFlag, type FlagSpec, PLAIN_VAR_NAMES, usageText, UsageError, wranglerConfigPath } from "./lib/wrangler-vars.ts";
 
 const DEFAULT_WORKER_PORT = 8787;
 const DEFAULT_ORIGIN_PORT = 8788;
@@ -172,16 +173,9 @@ export function checkWorkerVars(
   local?: { vars: Record<string, string>; from: string },
 ): EdgeSpec {
   const localVars = Object.fromEntries(Object.entries(local?.vars ?? {}).filter(([name]) => PLAIN_VAR_NAMES.has(name)));
-  const withLocal = Object.keys(localVars).length > 0 ? ` with ${local!.from}` : "";
-  let where = `wrangler.toml ${envName ? `[env.${envName}]` : "[vars]"}${withLocal}`;
-  try {
-    const configPath = wranglerConfigPath(argv);
-    where = `${configPath} ${envName ? `[env.${envName}]` : "[vars]"}${withLocal}`;
-    // start's ORIGIN_URL goes first on wrangler dev's command line, so a --var ORIGIN_URL wins, here too.
-    return parseEdgeConfig(readWranglerVars(configPath, envName, { ...localVars, ORIGIN_URL: originUrl, ...varFlags(argv) }));
-  } catch (error) {
-    throw new Error(error instanceof ConfigError ? `${where}: ${error.message}` : error instanceof Error ? error.message : String(error));
-  }
+  const from = Object.keys(localVars).length > 0 ? local!.from : undefined;
+  // start's ORIGIN_URL goes first on wrangler dev's command line, so a --var ORIGIN_URL wins, here too.
+  return checkedWorkerVars(argv, envName, { ...localVars, ORIGIN_URL: originUrl }, from).spec;
 }
 
 // Wrangler colours its errors even with NO_COLOR.
@@ -275,21 +269,10 @@ async function main(): Promise<void> {
 
   // Signals are ours from the start: the children run in their own process groups (local-stack), so a
   // Ctrl-C, a SIGTERM or a closed terminal (SIGHUP) while one is still starting would otherwise leave it
-  // running. A piece that is up is also watched from outside (Teardown.guardGroup): if this process is
-  // killed outright, its group is stopped within a second or so.
+  // running. Teardown.start stops each from the moment it is spawned, and watches its group from outside:
+  // if this process is killed outright, the group is stopped within a second or so.
   const teardown = new Teardown();
-  const started: Running[] = [];
-  let pending: Promise<Running> | undefined;
   let stopping = false;
-  teardown.add(async () => {
-    const late = await pending?.catch(() => undefined);
-    const pieces = [...started, ...(late && !started.includes(late) ? [late] : [])];
-    const stopPiece = async (running: Running) => {
-      await running.stop();
-      teardown.forgetGroup(running.child);
-    };
-    await Promise.all(pieces.map(stopPiece));
-  });
   teardown.installSignalHandlers(() => 0, () => (stopping = true));
   const stop = async (code: number) => {
     if (stopping) return;
@@ -298,23 +281,18 @@ async function main(): Promise<void> {
     process.exit(code);
   };
 
-  // Once stopping, a piece's start never returns: stop() stops whatever `pending` brought up, then exits.
+  // Once stopping, a piece's start never returns (Teardown.start), nor does a failed one: stop() exits.
   const never = () => new Promise<never>(() => {});
-  const startPiece = async (name: "origin" | "worker", run: () => Promise<Running>): Promise<Running> => {
-    if (stopping) return never();
-    pending = run();
+  const startPiece = async (name: "origin" | "worker", run: (onSpawn: (child: ChildProcess) => void) => Promise<Running>): Promise<Running> => {
     let running: Running;
     try {
-      running = await pending;
+      running = await teardown.start(run);
     } catch (error) {
       if (stopping) return never();
       console.error(`npm start: ${error instanceof ExitedBeforeReady ? describeStartFailure(error, plan) : (error as Error).message}`);
       await stop(1);
       return never();
     }
-    if (stopping) return never();
-    started.push(running);
-    teardown.guardGroup(running.child);
     running.child.once("exit", (code, signal) => {
       if (stopping) return;
       console.error(`npm start: the ${name} exited (${code ?? signal}); stopping the stack.`);
@@ -323,7 +301,7 @@ async function main(): Promise<void> {
     return running;
   };
 
-  const origin = await startPiece("origin", () =>
+  const origin = await startPiece("origin", (onSpawn) =>
     startOrigin({
       port: plan.originPort,
       databasePath: process.env.DATABASE_URL ?? "./data/items.sqlite",
@@ -331,9 +309,10 @@ async function main(): Promise<void> {
       metricsPort: plan.metricsPort,
       ...(token === undefined ? {} : { token: token.token }),
       echo: true,
+      onSpawn,
     }),
   );
-  const worker = await startPiece("worker", () =>
+  const worker = await startPiece("worker", (onSpawn) =>
     startWranglerDev({
       port: plan.workerPort,
       ip: plan.workerIp,
@@ -343,6 +322,7 @@ async function main(): Promise<void> {
       vars: { ORIGIN_URL: origin.url, ...(token === undefined ? {} : { ORIGIN_TOKEN: token.token }) },
       extraArgs: plan.wranglerArgs,
       echo: true,
+      onSpawn,
     }),
   );
   // Only now: whoever waits for this message may stop us at once, and both children must stop with us.

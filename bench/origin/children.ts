@@ -10,6 +10,11 @@ import type { LoadResult, LoadSpec } from "./loadgen.ts";
 
 const LOADGEN = fileURLToPath(new URL("./loadgen.ts", import.meta.url));
 
+/** The origin's entry point, as every origin benchmark starts it. */
+export const ORIGIN_MAIN = fileURLToPath(new URL("../../src/origin/main.ts", import.meta.url));
+/** The ORIGIN_TOKEN every benchmarked origin runs with (as in production), sent by the load generator. */
+export const BENCH_TOKEN = "bench-origin-token-0123456789abcdef";
+
 export interface LaunchOptions {
   /** "server" runs on the server core, "loadgen" on the generator core. */
   role: "server" | "loadgen";

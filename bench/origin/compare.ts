@@ -13,16 +13,14 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Children, waitForLine } from "./children.ts";
+import { BENCH_TOKEN, Children, ORIGIN_MAIN, waitForLine } from "./children.ts";
 import type { LoadResult, LoadSpec } from "./loadgen.ts";
 import { scrape } from "./prom-text.ts";
 import { BenchCli } from "../lib/cli.ts";
 import { median } from "../lib/stats.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const MAIN = join(ROOT, "src/origin/main.ts");
 const BARE = join(ROOT, "bench/origin/bare.ts");
-const TOKEN = "bench-origin-token-0123456789abcdef";
 const HARD_LIMIT_MS = 15 * 60_000;
 
 const cli: BenchCli = new BenchCli(
@@ -82,15 +80,15 @@ async function main(): Promise<void> {
   const startLoad = loadavg();
   process.stderr.write(`bench:origin: seeding ${items} items and starting servers (${pinning})\n`);
   const startOrigin = async (name: string, env: Record<string, string>) => {
-    const child = launch(MAIN, [`--seed=${items}`], {
+    const child = launch(ORIGIN_MAIN, [`--seed=${items}`], {
       PORT: "0",
       METRICS_PORT: "0",
       DATABASE_URL: join(dir, `${name}.sqlite`),
-      ORIGIN_TOKEN: TOKEN,
+      ORIGIN_TOKEN: BENCH_TOKEN,
       ...env,
     });
     const [, port, metricsUrl] = await waitForLine(child, /origin listening on http:\/\/127\.0\.0\.1:(\d+) .*metrics (http:\S+\/metrics)/);
-    const warm = await loadgen({ ...base, port: Number(port), mode: "warm", token: TOKEN, serverPid: child.pid! });
+    const warm = await loadgen({ ...base, port: Number(port), mode: "warm", token: BENCH_TOKEN, serverPid: child.pid! });
     if (warm.statuses["200"] !== items) throw new Error(`warm-up expected ${items} × 200, got ${JSON.stringify(warm.statuses)}`);
     // Every seeded item is version 1 of the seeding session: one ETag (epoch + "1") fits them all.
     const etag = /\r\nETag: ("[^"\r]+")\r\n/.exec(warm.sampleResponse)?.[1];
@@ -106,15 +104,15 @@ async function main(): Promise<void> {
 
   const targets: Target[] = [
     // The bare server ignores If-None-Match; it gets the same request bytes as the origin.
-    { name: "bare node:http, constant 304", port: Number(barePort), pid: bare.pid!, mode: "304", token: TOKEN, ifNoneMatch: origin.etag },
-    { name: "origin 304 (If-None-Match, Zipf ids)", port: origin.port, pid: origin.child.pid!, mode: "304", token: TOKEN, ifNoneMatch: origin.etag },
-    { name: "origin 200 (Zipf ids)", port: origin.port, pid: origin.child.pid!, mode: "200", token: TOKEN, ifNoneMatch: origin.etag },
+    { name: "bare node:http, constant 304", port: Number(barePort), pid: bare.pid!, mode: "304", token: BENCH_TOKEN, ifNoneMatch: origin.etag },
+    { name: "origin 304 (If-None-Match, Zipf ids)", port: origin.port, pid: origin.child.pid!, mode: "304", token: BENCH_TOKEN, ifNoneMatch: origin.etag },
+    { name: "origin 200 (Zipf ids)", port: origin.port, pid: origin.child.pid!, mode: "200", token: BENCH_TOKEN, ifNoneMatch: origin.etag },
     {
       name: "origin 304, ORIGIN_FAST_PATH=false",
       port: nodeOnly.port,
       pid: nodeOnly.child.pid!,
       mode: "304",
-      token: TOKEN,
+      token: BENCH_TOKEN,
       ifNoneMatch: nodeOnly.etag,
     },
   ];

@@ -14,16 +14,14 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, freemem, loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Children, waitForLine } from "./children.ts";
+import { BENCH_TOKEN, Children, ORIGIN_MAIN, waitForLine } from "./children.ts";
 import type { LoadResult, LoadSpec } from "./loadgen.ts";
 import { pairedRatios, quartiles } from "./stats.ts";
 import { BenchCli } from "../lib/cli.ts";
 import { median } from "../lib/stats.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const MAIN = join(ROOT, "src/origin/main.ts");
 const PRELOAD = join(ROOT, "bench/origin/random-reads.ts");
-const TOKEN = "bench-origin-token-0123456789abcdef";
 const HARD_LIMIT_MS = 15 * 60_000;
 
 const cli: BenchCli = new BenchCli(
@@ -71,14 +69,14 @@ interface Variant {
 async function startOrigin(): Promise<{ port: number; pid: number; etag: string; switchTo(variant: number): Promise<void> }> {
   const child = children.launch({
     role: "server",
-    script: MAIN,
+    script: ORIGIN_MAIN,
     argv: [`--seed=${items}`],
     nodeFlags: ["--import", PRELOAD],
     env: {
       PORT: "0",
       METRICS_PORT: "0",
       DATABASE_URL: join(dir, "items.sqlite"),
-      ORIGIN_TOKEN: TOKEN,
+      ORIGIN_TOKEN: BENCH_TOKEN,
       BENCH_RANDOM_READS: readCounts.join(","),
       BENCH_BALLAST_MIB: String(ballastMib),
     },
@@ -112,7 +110,7 @@ const base: Omit<LoadSpec, "port" | "mode"> = {
   warmupMs,
   durationMs,
   maxRequests: 5_000_000,
-  token: TOKEN,
+  token: BENCH_TOKEN,
   clkTck: children.clkTck,
 };
 

@@ -21,8 +21,7 @@ import type { ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statfsSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, freemem, loadavg, tmpdir, totalmem } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { Children, waitForLine } from "./children.ts";
+import { BENCH_TOKEN, Children, ORIGIN_MAIN, waitForLine } from "./children.ts";
 import { collectGarbage, INSPECT_FLAG, INSPECTOR_CHATTER } from "./inspector-gc.ts";
 import type { IdDraw, LoadSpec } from "./loadgen.ts";
 import { scrape, sumOf, type Samples } from "./prom-text.ts";
@@ -42,8 +41,6 @@ import {
 } from "./scale-report.ts";
 import { cacheSizing } from "./scale-sizing.ts";
 
-const MAIN = fileURLToPath(new URL("../../src/origin/main.ts", import.meta.url));
-const TOKEN = "bench-origin-token-0123456789abcdef";
 const NAME = "bench:origin --scale";
 const GiB = 2 ** 30;
 const MACHINE_RESERVE = 2 * GiB;
@@ -103,7 +100,7 @@ class ScaleRun {
     this.args = args;
     this.children = children;
     this.dbDir = dbDir;
-    this.base = { seed: 42, token: TOKEN, clkTck: children.clkTck, maxRequests: 100_000_000 };
+    this.base = { seed: 42, token: BENCH_TOKEN, clkTck: children.clkTck, maxRequests: 100_000_000 };
   }
 
   dbPath(entries: number): string {
@@ -123,13 +120,13 @@ class ScaleRun {
     const t0 = performance.now();
     const child = this.children.launch({
       role: "server",
-      script: MAIN,
+      script: ORIGIN_MAIN,
       nodeFlags: [INSPECT_FLAG],
       env: {
         PORT: "0",
         METRICS_PORT: "0",
         DATABASE_URL: db,
-        ORIGIN_TOKEN: TOKEN,
+        ORIGIN_TOKEN: BENCH_TOKEN,
         CACHE_MAX_BYTES: String(cacheMaxBytes),
         SEED_SAMPLE_ITEMS: String(storeItems),
         // `GLIBC_TUNABLES=glibc.malloc.hugetlb=1 npm run bench:origin -- --scale` measures the origins with
@@ -278,8 +275,8 @@ class ScaleRun {
     log(`starting an origin with ID_FILTER_CAPACITY=0 on the largest store (${largest.db})`);
     const child = this.children.launch({
       role: "server",
-      script: MAIN,
-      env: { PORT: "0", METRICS_PORT: "0", DATABASE_URL: largest.db, ORIGIN_TOKEN: TOKEN, ID_FILTER_CAPACITY: "0" },
+      script: ORIGIN_MAIN,
+      env: { PORT: "0", METRICS_PORT: "0", DATABASE_URL: largest.db, ORIGIN_TOKEN: BENCH_TOKEN, ID_FILTER_CAPACITY: "0" },
       stderrPrefix: "origin, no filter",
     });
     const [, port, , , metricsUrl] = await waitForLine(child, LISTENING);

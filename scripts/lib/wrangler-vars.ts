@@ -2,6 +2,8 @@ import { readFileSync } from "node:fs";
 import { isAbsolute, relative, resolve } from "node:path";
 import { parse } from "smol-toml";
 import { EDGE_VARS, type EdgeVarName, type EdgeVars } from "../../src/edge/config/edge-vars.ts";
+import { parseEdgeConfig, type EdgeSpec } from "../../src/edge/config/parse-edge-config.ts";
+import { ConfigError } from "../../src/shared/config/config-error.ts";
 
 /** The plain vars (not the secret: it never lives in wrangler.toml, and the Snippet bakes it only on request). */
 const PLAIN_VARS = EDGE_VARS.filter((doc) => !("secret" in doc && doc.secret));
@@ -57,6 +59,30 @@ export function readWranglerVars(
     result[name] = value;
   }
   return result;
+}
+
+/**
+ * The worker's configuration as a wrangler command with these arguments gets it (wranglerConfigPath, its
+ * `[vars]` or `[env.NAME.vars]`, the `--var`s), with `beneath` under the `--var`s (what wrangler dev adds:
+ * its local files, start's ORIGIN_URL; `beneathFrom` names the files), validated with the worker's own
+ * rules. A refusal is an Error whose message starts with where the vars were read, as check prints it.
+ */
+export function checkedWorkerVars(
+  argv: readonly string[],
+  envName: string | undefined,
+  beneath: Readonly<Record<string, string>> = {},
+  beneathFrom?: string,
+): { spec: EdgeSpec; where: string } {
+  const table = envName ? `[env.${envName}]` : "[vars]";
+  const withLocal = beneathFrom === undefined ? "" : ` with ${beneathFrom}`;
+  let where = `wrangler.toml ${table}${withLocal}`;
+  try {
+    const configPath = wranglerConfigPath(argv);
+    where = `${configPath} ${table}${withLocal}`;
+    return { spec: parseEdgeConfig(readWranglerVars(configPath, envName, { ...beneath, ...varFlags(argv) })), where };
+  } catch (error) {
+    throw new Error(error instanceof ConfigError ? `${where}: ${error.message}` : error instanceof Error ? error.message : String(error));
+  }
 }
 
 /**

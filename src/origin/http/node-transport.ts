@@ -16,7 +16,7 @@ import { INTERNAL_ERROR, item200Head, item304Head, itemBody, STORE_UNAVAILABLE, 
  * No Host in HTTP/1.1, more than one, or an invalid one: 400 (RFC 9112 §3.2 MUST), and the connection is
  * closed, since a proxy in front may have read such a request differently.
  */
-export const HOST_ERROR = "send exactly one Host header, with a valid value";
+const HOST_ERROR = "send exactly one Host header, with a valid value";
 
 export interface NodeTransportParts {
   reads: ItemReads;
@@ -97,15 +97,25 @@ export function itemPortListener(parts: NodeTransportParts): RequestListener {
 export function metricsPortListener(operational: Operational, wire: Wire): RequestListener {
   const pick = newHeaderPick();
   return (req, res) => {
-    if (pickHeaders(req.rawHeaders, pick, isHttp11(req)).badHost) return wire.error(res, 400, HOST_ERROR, true);
+    if (refusedForHost(req, res, pick, wire)) return;
     if (req.url === "/healthz") return operational.healthz(res, req.method, ROUTE_HEALTHZ);
     if (req.url === "/metrics") return operational.metricsPage(res, req.method, ROUTE_METRICS);
     wire.empty(res, 404);
   };
 }
 
+/**
+ * A metrics listener's Host check (the item port's reads the other fields in the same pass): answers 400 and
+ * closes when the Host is missing (HTTP/1.1), repeated or invalid; true if it did.
+ */
+export function refusedForHost(req: IncomingMessage, res: ServerResponse, pick: RequestHeaderPick, wire: Wire): boolean {
+  if (!pickHeaders(req.rawHeaders, pick, isHttp11(req)).badHost) return false;
+  wire.error(res, 400, HOST_ERROR, true);
+  return true;
+}
+
 /** HTTP/1.1, which must carry a Host (HTTP/1.0 need not). */
-export function isHttp11(req: IncomingMessage): boolean {
+function isHttp11(req: IncomingMessage): boolean {
   return req.httpVersionMajor === 1 && req.httpVersionMinor === 1;
 }
 

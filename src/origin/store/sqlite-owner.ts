@@ -11,7 +11,7 @@
 // node:sqlite is loaded when a claim is made, not with this module: main.ts imports the errors below (through
 // start-failure.ts) before it has quieted node:sqlite's ExperimentalWarning.
 
-import { mkdirSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import type { DatabaseSync } from "node:sqlite";
 import { isBusy, sqliteResultCode } from "./sqlite-busy.ts";
@@ -58,10 +58,10 @@ export interface SqliteClaim {
  * created beside it. The caller must keep the claim referenced: a collected connection closes its file.
  */
 export async function claimSqliteFile(path: string): Promise<SqliteClaim> {
-  if (exists(path) && !statSync(path).isFile()) return { release() {} };
+  if (existsSync(path) && !statSync(path).isFile()) return { release() {} };
   mkdirSync(dirname(path), { recursive: true });
   // The file as SQLite opens it: through a symbolic link (to it or to its directory), the same database.
-  const owner = ownerFileOf(exists(path) ? realpathSync(path) : join(realpathSync(dirname(path)), basename(path)));
+  const owner = ownerFileOf(existsSync(path) ? realpathSync(path) : join(realpathSync(dirname(path)), basename(path)));
   const { DatabaseSync } = await import("node:sqlite");
   let db: DatabaseSync;
   try {
@@ -86,15 +86,6 @@ export async function claimSqliteFile(path: string): Promise<SqliteClaim> {
 
 /** SQLITE_READONLY, SQLITE_CORRUPT, SQLITE_CANTOPEN, SQLITE_NOTADB: the lock file itself cannot be used. */
 const LOCK_FILE_PROBLEMS = new Set([8, 11, 14, 26]);
-
-function exists(path: string): boolean {
-  try {
-    statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /**
  * The process holding a POSIX lock on `file`, from Linux's /proc/locks (`1: POSIX ADVISORY WRITE <pid>

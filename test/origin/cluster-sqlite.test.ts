@@ -76,6 +76,9 @@ describe("ORIGIN_PROCESSES=3 on SQLite", () => {
       const refused = await c.send(`GET /healthz HTTP/1.1\r\n${hosts}\r\n`);
       expect([refused.status, refused.header("connection"), refused.header("date")]).toEqual([400, "close", undefined]);
     }
+    const c = await RawConnection.open(metricsPort!);
+    const http2 = await c.send("GET /healthz HTTP/2.0\r\nHost: o\r\n\r\n");
+    expect([http2.status, http2.header("connection")]).toEqual([505, "close"]);
   });
 
   it("answers simple reads on the fast path in every worker, and hands a write on the same connection to node:http", TIMEOUT, async () => {

@@ -195,6 +195,30 @@ describe.each([true, false])("preconditions (fast path %s)", (fastPath) => {
     expect((await (await RawConnection.open(metricsPort)).send(raw("GET", "/healthz", [["Host", "a"], ["Host", "b"]]))).status).toBe(400);
     expect((await c.send(get("/items/h"))).body.toString()).toBe('{"v":1}');
   });
+
+  it("a request line naming HTTP/0.9 or HTTP/2.0 is 505 and closes, on every port; nothing is written", async () => {
+    const r = await origin(fastPath);
+    const { port } = r.origin;
+    const metricsPort = Number(new URL(r.origin.metricsUrl!).port);
+    for (const version of ["HTTP/2.0", "HTTP/0.9"]) {
+      for (const request of [`GET /items/v ${version}\r\nHost: o\r\n\r\n`, `GET /healthz ${version}\r\nHost: o\r\n\r\n`]) {
+        for (const port_ of [port, metricsPort]) {
+          const c = await RawConnection.open(port_);
+          const answer = await c.send(request);
+          expect([answer.status, answer.header("connection"), answer.body.toString()], `${port_} ${request}`).toEqual([
+            505,
+            "close",
+            '{"error":"send HTTP/1.1 (or HTTP/1.0)"}\n',
+          ]);
+          await c.closed;
+        }
+      }
+      const c = await RawConnection.open(port);
+      expect((await c.send(raw("PUT", "/items/v", [["Host", "o"], ["Content-Type", "application/json"]], '{"v":1}').replace("HTTP/1.1", version))).status).toBe(505);
+      await c.closed;
+    }
+    expect((await (await RawConnection.open(port)).send(get("/items/v"))).status).toBe(404);
+  });
 });
 
 describe("fast path recogniser", () => {

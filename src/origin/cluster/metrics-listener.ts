@@ -3,7 +3,7 @@
 // the same bytes a single process's metrics port writes (http/wire.ts). Never token-checked: keep it private.
 
 import type { RequestListener, ServerResponse } from "node:http";
-import { refusedForHost } from "../http/node-transport.ts";
+import { refusedHead } from "../http/node-transport.ts";
 import { newHeaderPick } from "../http/request-headers.ts";
 import { INTERNAL_ERROR, type Wire } from "../http/wire.ts";
 
@@ -21,7 +21,7 @@ export function clusterMetricsListener(operational: ClusterOperational, wire: Wi
   };
   const pick = newHeaderPick();
   return (req, res) => {
-    if (refusedForHost(req, res, pick, wire)) return;
+    if (refusedHead(req, res, pick, wire)) return;
     if (req.url !== "/healthz" && req.url !== "/metrics") return wire.empty(res, 404);
     if (req.method !== "GET" && req.method !== "HEAD") return wire.empty(res, 405, ["Allow", "GET, HEAD"]);
     if (req.url === "/healthz") {

@@ -18,6 +18,12 @@ import { INTERNAL_ERROR, item200Head, item304Head, itemBody, STORE_UNAVAILABLE, 
  */
 const HOST_ERROR = "send exactly one Host header, with a valid value";
 
+/**
+ * llhttp parses `HTTP/0.9` and `HTTP/2.0` in an HTTP/1 request line; answering either as HTTP/1.1 would
+ * be a guess at what the client meant, so it gets a 505 (RFC 9110 §15.6.6) and the connection is closed.
+ */
+const VERSION_ERROR = "send HTTP/1.1 (or HTTP/1.0)";
+
 export interface NodeTransportParts {
   reads: ItemReads;
   writes: ItemWrites;
@@ -39,6 +45,10 @@ export function itemPortListener(parts: NodeTransportParts): RequestListener {
     const url = req.url ?? "";
     const method = req.method ?? "";
     const route = routeOf(url);
+    if (refusedVersion(req, res, wire)) {
+      metrics.countRequest(route, method, 505);
+      return;
+    }
     pickHeaders(req.rawHeaders, pick, isHttp11(req));
     if (pick.badHost) {
       wire.error(res, 400, HOST_ERROR, true);
@@ -97,7 +107,7 @@ export function itemPortListener(parts: NodeTransportParts): RequestListener {
 export function metricsPortListener(operational: Operational, wire: Wire): RequestListener {
   const pick = newHeaderPick();
   return (req, res) => {
-    if (refusedForHost(req, res, pick, wire)) return;
+    if (refusedHead(req, res, pick, wire)) return;
     if (req.url === "/healthz") return operational.healthz(res, req.method, ROUTE_HEALTHZ);
     if (req.url === "/metrics") return operational.metricsPage(res, req.method, ROUTE_METRICS);
     wire.empty(res, 404);
@@ -105,12 +115,20 @@ export function metricsPortListener(operational: Operational, wire: Wire): Reque
 }
 
 /**
- * A metrics listener's Host check (the item port's reads the other fields in the same pass): answers 400 and
- * closes when the Host is missing (HTTP/1.1), repeated or invalid; true if it did.
+ * A metrics listener's version and Host checks (the item port reads the other fields in the same pass):
+ * answers 505 for a version other than HTTP/1.x, 400 when the Host is missing (HTTP/1.1), repeated or
+ * invalid, and closes; true if it did.
  */
-export function refusedForHost(req: IncomingMessage, res: ServerResponse, pick: RequestHeaderPick, wire: Wire): boolean {
+export function refusedHead(req: IncomingMessage, res: ServerResponse, pick: RequestHeaderPick, wire: Wire): boolean {
+  if (refusedVersion(req, res, wire)) return true;
   if (!pickHeaders(req.rawHeaders, pick, isHttp11(req)).badHost) return false;
   wire.error(res, 400, HOST_ERROR, true);
+  return true;
+}
+
+function refusedVersion(req: IncomingMessage, res: ServerResponse, wire: Wire): boolean {
+  if (req.httpVersionMajor === 1) return false;
+  wire.error(res, 505, VERSION_ERROR, true);
   return true;
 }
 

@@ -11,7 +11,7 @@
 // with --ip-address-space-overrides) is blocked before CORS whatever the worker answers: Chromium ≥ 142
 // replaced PNA preflights with Local Network Access, which refuses a non-secure public page outright
 // ("InsecureLocalNetwork") and asks the user for a secure one. The last check records that, as information.
-import { launchChromium, watchNetwork } from "./support/chromium.ts";
+import { chromiumPath, launchChromium, watchNetwork } from "./support/chromium.ts";
 import { runBrowserCases } from "./cases.ts";
 import { Runner } from "./support/runner.ts";
 import { startStack, type Stack } from "./support/stack.ts";
@@ -21,6 +21,14 @@ const started = performance.now();
 let stack: Stack | undefined;
 const runners: Runner[] = [];
 let fatal: unknown;
+
+// Before the stack, so a machine without Chromium learns the fix at once, not after the stack has started.
+try {
+  chromiumPath();
+} catch (error) {
+  process.stdout.write(`✗ ${(error as Error).message}\n`);
+  process.exit(1);
+}
 
 try {
   process.stdout.write("starting the stack (origin, relay, two workers under wrangler dev, page server)...\n");

@@ -1,6 +1,8 @@
 // Entity-tag lists (RFC 9110 §8.8.3, §13.1.1-2), read one way by the edge and the origin: the character
 // classes, and If-Match (strong comparison) beside If-None-Match (weak comparison, if-none-match.ts).
 
+import { isOws } from "./http-token.ts";
+
 /**
  * An If-Match or If-None-Match value: `*`, or its entity-tags split into strong ones and the opaque tags
  * (quotes included) of all of them; undefined when malformed.
@@ -63,9 +65,6 @@ export function starAlone(header: string, at: number): boolean {
   return true;
 }
 
-export function isOws(c: number): boolean {
-  return c === 0x20 || c === 0x09;
-}
 /** What may stand between list elements: OWS and empty elements (RFC 9110 §5.6.1). */
 export function isListSpace(c: number): boolean {
   return c === 0x20 || c === 0x09 || c === 0x2c;

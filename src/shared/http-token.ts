@@ -14,3 +14,17 @@ export function isHttpToken(value: string): boolean {
   for (let i = 0; i < value.length; i++) if (!isTchar(value.charCodeAt(i))) return false;
   return true;
 }
+
+/** OWS = *( SP / HTAB ) (RFC 9110 §5.6.3). */
+export function isOws(c: number): boolean {
+  return c === 0x20 || c === 0x09;
+}
+
+/** `value` without the OWS around it (a loop, not a regex: a hostile 64 KB run stays linear). */
+export function withoutOws(value: string): string {
+  let start = 0;
+  let end = value.length;
+  while (start < end && isOws(value.charCodeAt(start))) start++;
+  while (end > start && isOws(value.charCodeAt(end - 1))) end--;
+  return value.slice(start, end);
+}

@@ -1,7 +1,8 @@
 // RFC 9110 §13.1.2 If-None-Match, evaluated the same way by the edge (against its cached copy) and the origin
 // (against its current version), so a client gets the same 304-or-200 whichever of them answers.
 
-import { isEtagc, isListSpace, isOws, starAlone } from "./entity-tags.ts";
+import { isEtagc, isListSpace, starAlone } from "./entity-tags.ts";
+import { isOws } from "./http-token.ts";
 
 /**
  * True when `header` (an If-None-Match field value, repeated fields joined with ", ") matches `etag` under

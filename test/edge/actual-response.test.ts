@@ -24,6 +24,17 @@ describe("actual responses", () => {
     });
   });
 
+  it("lists, of the exposed names, those the answer carries, in the configured order; `*` stays `*`", async () => {
+    const exposing = (expose: string) => ({ ...ALLOW_LIST, CORS_EXPOSE_HEADERS: expose });
+    const tagged: Scenario = { headers: [["ETag", '"v1"'], ["X-Total-Count", "7"]], body: "{}" };
+    expect((await get(exposing("x-total-count,etag,x-next"), { origin: APP }, tagged)).headers.get("access-control-expose-headers")).toBe("x-total-count,etag");
+    expect((await get(exposing("x-next,etag"), { origin: APP }, tagged)).headers.get("access-control-expose-headers")).toBe("etag");
+    expect((await get(exposing("x-next"), { origin: APP }, tagged)).headers.has("access-control-expose-headers")).toBe(false);
+    const anyOrigin = { CORS_ALLOW_ORIGINS: "*", CORS_EXPOSE_HEADERS: "*" };
+    expect((await get(anyOrigin, { origin: APP }, { status: 503, headers: [], body: "down" })).headers.get("access-control-expose-headers")).toBe("*");
+    expect((await get({ CORS_ALLOW_ORIGINS: "*", CORS_EXPOSE_HEADERS: "etag" }, { origin: APP }, { status: 503, headers: [], body: "down" })).headers.has("access-control-expose-headers")).toBe(false);
+  });
+
   it("gives a disallowed origin and a request without Origin only Vary under an allow-list", async () => {
     for (const headers of [{ origin: "https://evil.example.net" }, {}] as Record<string, string>[]) {
       expect(corsHeaders(await get({ ...ALLOW_LIST, CORS_ALLOW_CREDENTIALS: "true" }, headers))).toEqual({ vary: "origin" });
@@ -74,7 +85,8 @@ describe("actual responses", () => {
     for (const path of ["/nope", "/items/a.b"]) {
       const edge = await get(ALLOW_LIST, { origin: APP }, {}, path);
       expect(edge.status).toBeGreaterThanOrEqual(400);
-      expect(corsHeaders(edge)).toEqual({ "access-control-allow-origin": APP, "access-control-expose-headers": "etag", vary: "origin" });
+      // Expose-Headers lists only what an answer carries: an edge error has no ETag.
+      expect(corsHeaders(edge)).toEqual({ "access-control-allow-origin": APP, vary: "origin" });
     }
   });
 

@@ -66,6 +66,52 @@ describe("edge cache", () => {
     expect(await origin.requests()).toHaveLength(2);
   });
 
+  it.each<[string | null, [string, string][]]>([
+    ["private, max-age=600", []],
+    ["no-store, max-age=600", []],
+    [null, [["Vary", "X-User"]]],
+  ])("a revalidating 304 saying %s %j: served to the one who asked, then dropped, never served to another", async (cacheControl, more) => {
+    const origin = await fakeOrigin(V1);
+    const vars = { ...ALWAYS_STALE, ORIGIN_URL: origin.url };
+    await (await callEdge(vars, "/items/1")).text();
+    const headers: [string, string][] = [["ETag", '"v1"'], ...more];
+    if (cacheControl !== null) headers.push(["Cache-Control", cacheControl]);
+    await origin.answer({ status: 304, headers, body: "" });
+    const asked = await callEdge(vars, "/items/1", { headers: { "x-user": "alice" } });
+    expect(await asked.text()).toBe('{"v":1}');
+    if (cacheControl !== null) expect(asked.headers.get("cache-control")).toBe(cacheControl);
+    // The next reader is a miss: the origin is asked as it is, with no ETag of the dropped entry.
+    await origin.answer(V2);
+    const other = await callEdge(vars, "/items/1", { headers: { "x-user": "bob" } });
+    expect(await other.text()).toBe('{"v":2}');
+    const requests = await origin.requests();
+    expect(requests).toHaveLength(3);
+    expect(ifNoneMatchOf(requests[2])).toBeUndefined();
+  });
+
+  it("never stores the answer to a request saying Cache-Control: no-store, but may answer it from the cache", async () => {
+    const origin = await fakeOrigin(V1);
+    const vars = { ...FRESH, ORIGIN_URL: origin.url };
+    const noStore = { headers: { "cache-control": "max-age=0, no-store" } };
+    expect(await (await callEdge(vars, "/items/1", noStore)).text()).toBe('{"v":1}');
+    expect(await (await callEdge(vars, "/items/1")).text()).toBe('{"v":1}');
+    expect(await origin.requests()).toHaveLength(2); // the first answer was not stored
+    expect(await (await callEdge(vars, "/items/1", noStore)).text()).toBe('{"v":1}');
+    expect(await origin.requests()).toHaveLength(2); // the second was, and serves a no-store request
+
+    // A revalidation for such a request does not refresh the stored entry either.
+    const stale = await fakeOrigin(V1);
+    const staleVars = { ...ALWAYS_STALE, ORIGIN_URL: stale.url };
+    await (await callEdge(staleVars, "/items/1")).text();
+    await stale.answer({ ...NOT_MODIFIED, headers: [["ETag", '"v1"'], ["Cache-Control", "max-age=5"]] });
+    const revalidated = await callEdge(staleVars, "/items/1", noStore);
+    expect(revalidated.headers.get("cache-control")).toBe("max-age=5");
+    await stale.answer(NOT_MODIFIED);
+    const next = await callEdge(staleVars, "/items/1");
+    expect(next.headers.has("cache-control")).toBe(false); // still the entry as first stored
+    expect(await stale.requests()).toHaveLength(3);
+  });
+
   it("does not cache a response with Vary: *", async () => {
     const origin = await fakeOrigin({ ...V1, headers: [...V1.headers!, ["Vary", "*"]] });
     const vars = { ...FRESH, ORIGIN_URL: origin.url };
@@ -245,12 +291,40 @@ describe("edge cache: the origin's freshness", () => {
     expect(await origin.requests()).toHaveLength(2);
   });
 
-  it("gives an edge 304 the Cache-Control and Vary the 200 would have had", async () => {
+  it("serves the origin's Cache-Control with the answer's current age, and counts the Age it arrived with against its max-age", async () => {
+    const origin = await fakeOrigin({ ...V1, headers: [...V1.headers!, ["Cache-Control", "max-age=100"], ["Age", "50"]] });
+    const vars = { ...FRESH, ORIGIN_URL: origin.url };
+    const miss = await callEdge(vars, "/items/1");
+    await miss.text();
+    expect(miss.headers.get("age")).toBe("50");
+    const hit = await callEdge(vars, "/items/1");
+    await hit.text();
+    expect(Number(hit.headers.get("age"))).toBeGreaterThanOrEqual(50);
+    expect(Number(hit.headers.get("age"))).toBeLessThan(100);
+    expect(await origin.requests()).toHaveLength(1);
+
+    // Already as old as its max-age: stale on arrival, so the next read revalidates.
+    const old = await fakeOrigin({ ...V1, headers: [...V1.headers!, ["Cache-Control", "max-age=100"], ["Age", "100"]] });
+    const oldVars = { ...FRESH, ORIGIN_URL: old.url };
+    await (await callEdge(oldVars, "/items/1")).text();
+    await old.answer({ ...NOT_MODIFIED, headers: [["ETag", '"v1"'], ["Cache-Control", "max-age=100"]] });
+    const revalidated = await callEdge(oldVars, "/items/1");
+    expect(await revalidated.text()).toBe('{"v":1}');
+    expect(revalidated.headers.get("age")).toBe("0"); // its age starts again at the validation
+    expect(await old.requests()).toHaveLength(2);
+  });
+
+  it("gives an edge 304 the Cache-Control, Vary and Date the 200 would have had", async () => {
     const origin = await fakeOrigin({ ...V1, headers: [...V1.headers!, ["Cache-Control", "max-age=30"]] });
     const vars = { ...FRESH, ORIGIN_URL: origin.url };
     await (await callEdge(vars, "/items/1")).text();
+    const hit = await callEdge(vars, "/items/1");
+    await hit.text();
     const res = await callEdge(vars, "/items/1", { headers: { "if-none-match": '"v1"' } });
     expect(res.status).toBe(304);
-    expect(Object.fromEntries(res.headers)).toEqual({ etag: '"v1"', "cache-control": "max-age=30", vary: "origin" });
+    // Date too when the 200 from the same entry has one (the Cache API dates what it stores): RFC 9110 §15.4.5.
+    const date = hit.headers.get("date");
+    expect(date).toMatch(/ GMT$/);
+    expect(Object.fromEntries(res.headers)).toEqual({ etag: '"v1"', "cache-control": "max-age=30", vary: "origin", date });
   });
 });

@@ -62,4 +62,24 @@ describe("internal headers through the worker", () => {
     }
     expect(await origin.requests()).toHaveLength(1);
   });
+
+  it("drops Connection and the fields it names, both ways (RFC 9110 §7.6.1), on a miss and on a hit", async () => {
+    const origin = await fakeOrigin({
+      status: 200,
+      headers: [["ETag", '"v1"'], ["Connection", "X-Hop-Out, keep-alive"], ["X-Hop-Out", "origin-hop"], ["X-App-Version", "7"]],
+      body: '{"id":"1"}',
+    });
+    const vars = { ...ALLOW_LIST, ORIGIN_URL: origin.url, EDGE_CACHE_TTL: "3600" };
+    for (const pass of ["miss", "hit"]) {
+      const res = await callEdge(vars, "/items/1", { headers: { connection: "X-Hop-In", "x-hop-in": "client-hop", "x-app-build": "9" } });
+      expect(await res.text(), pass).toBe('{"id":"1"}');
+      expect(res.headers.has("x-hop-out"), pass).toBe(false);
+      expect(res.headers.has("connection"), pass).toBe(false);
+      expect(res.headers.get("x-app-version"), pass).toBe("7");
+    }
+    const [received] = await origin.requests();
+    const arrived = lower(received!.headers);
+    expect(arrived.filter(([name]) => name === "x-hop-in")).toEqual([]);
+    expect(arrived).toContainEqual(["x-app-build", "9"]);
+  });
 });

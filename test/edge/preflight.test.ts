@@ -84,8 +84,9 @@ describe("preflight, answered at the edge", () => {
 
   it("refuses malformed requested headers and methods", async () => {
     for (const [method, requested] of [
-      ["GET", "content-type,,x-request-id"],
       ["GET", "content type"],
+      ["GET", "content-type\u00a0"], // OWS is spaces and tabs, nothing else
+      ["GET", "\u00a0"],
       ["G T", ""],
       ["", ""],
     ] as const) {
@@ -96,6 +97,19 @@ describe("preflight, answered at the edge", () => {
           "access-control-request-headers": requested,
         }),
       );
+    }
+  });
+
+  it("skips empty members of the requested headers (RFC 9110 §5.6.1.2) and the spaces and tabs around names", async () => {
+    for (const [requested, allowed] of [
+      ["content-type,,x-request-id", "content-type,x-request-id"],
+      [" , content-type,\t", "content-type"],
+      [",", null],
+      ["  ", null],
+    ] as const) {
+      const res = await preflight(ALLOW_LIST, { origin: APP, "access-control-request-method": "GET", "access-control-request-headers": requested });
+      expect(res.status, requested).toBe(204);
+      expect(res.headers.get("access-control-allow-headers"), requested).toBe(allowed);
     }
   });
 

@@ -259,9 +259,11 @@ function expectedAnswer(p: Policy, r: PreflightRequest): Array<[string, string]>
   if (!TOKEN.test(method) || !(p.anyMethod || p.methods.includes(method) || SAFELISTED.has(method))) return null;
   const requested = h.get("access-control-request-headers");
   const names: string[] = [];
-  if (requested !== null && requested.trim() !== "") {
+  if (requested !== null) {
+    // RFC 9110 §5.6.1.2: empty members are skipped; OWS is spaces and tabs only.
     for (const raw of requested.split(",")) {
-      const name = raw.trim().toLowerCase();
+      const name = raw.replace(/^[ \t]+|[ \t]+$/g, "").toLowerCase();
+      if (name === "") continue;
       const literalStar = name === "*" && p.starHeader && p.credentials;
       if (!TOKEN.test(name)) return null;
       if (!(p.headers.includes(name) || literalStar || (p.anyHeader && name !== "authorization"))) return null;

@@ -7,7 +7,18 @@ import type { ItemReader } from "../respond.ts";
 import { itemCacheTags } from "../../shared/cache-tag.ts";
 import { edgeCacheKey } from "./cache-key.ts";
 import { carriesCredentials } from "./credentials.ts";
-import { filledUnder, isFilledUnder, isFresh, lifetimeOf, serveStored, storable, withoutCacheTag, type EntryLifetimes } from "./stored-entry.ts";
+import {
+  filledUnder,
+  forbidsStoring,
+  isFilledUnder,
+  isFresh,
+  keepsRefreshed,
+  lifetimeOf,
+  serveStored,
+  storable,
+  withoutCacheTag,
+  type EntryLifetimes,
+} from "./stored-entry.ts";
 
 export interface EdgeCacheOptions {
   cache: Cache;
@@ -24,7 +35,8 @@ export interface EdgeCacheOptions {
  * An entry filled from another ORIGIN_URL, or stripped with another internal-header list, is a miss. Fresh: served with no origin bytes. Stale 200:
  * revalidated with the entry's ETag; a 304 refreshes it and the cached body is served. Stale 404: asked for
  * again, as a miss. A client whose If-None-Match matches a cached 200 gets a 304 from the edge. Requests
- * with credentials never touch the shared cache (RFC 9111 §3.5).
+ * with credentials never touch the shared cache (RFC 9111 §3.5); the answer to a request saying
+ * `Cache-Control: no-store` is never stored (§5.2.1.5), though it may come from the cache.
  */
 export function cachedItemReader(options: EdgeCacheOptions): ItemReader {
   const { cache, origin, lifetimes, waitUntil } = options;
@@ -60,11 +72,13 @@ export function cachedItemReader(options: EdgeCacheOptions): ItemReader {
     const body = meterOriginResponse(response, usage, stale ? "cache-revalidate" : "cache-miss");
     const labels = { filledUnder: label, cacheTags: itemCacheTags(id) };
 
+    const mayStore = !forbidsStoring(request.headers);
     if (stale && response.status === 304) {
       await body?.cancel();
       const refreshed = storable(stale.headers, lifetimes.itemSeconds, labels, response.headers);
       const cachedBody = await stale.arrayBuffer();
-      store(key, 200, cachedBody, refreshed);
+      if (!keepsRefreshed(refreshed)) waitUntil(cache.delete(key));
+      else if (mayStore) store(key, 200, cachedBody, refreshed);
       return serveStored(200, refreshed, cachedBody, method, clientTag);
     }
 
@@ -88,7 +102,7 @@ export function cachedItemReader(options: EdgeCacheOptions): ItemReader {
       return error instanceof Error && error.name === "TimeoutError" ? ORIGIN_TIMEOUT : ORIGIN_UNREACHABLE;
     }
     const stored = storable(headers, lifetime, labels);
-    store(key, response.status, bytes, stored);
+    if (mayStore) store(key, response.status, bytes, stored);
     return serveStored(response.status, stored, bytes, method, clientTag);
   };
 

@@ -13,6 +13,11 @@ import { ifNoneMatchMatches } from "../../shared/if-none-match.ts";
 // a 304, not refetched.
 const FRESH_UNTIL = "x-slim-edge-fresh-until";
 const ORIGIN_CACHE_CONTROL = "x-slim-edge-cache-control";
+// The answer's age when it was stored (the Age it arrived with: a cache between the edge and the origin
+// may have held it), and when it was stored (ms since the epoch): a hit served with the origin's
+// Cache-Control is served with its current age (RFC 9111 §4), not the Cache API's, which restarts at the put.
+const AGE_AT_STORE = "x-slim-edge-age";
+const STORED_AT = "x-slim-edge-stored-at";
 // What the entry was filled under: the ORIGIN_URL it came from and the internal-header list its headers were
 // stripped with. Entries are keyed by the Worker's host, which outlives both: after a deploy that points the
 // Worker elsewhere, an entry of the old origin (kept up to a day, and purged by the old origin only) must
@@ -26,7 +31,7 @@ const RETAIN = "max-age=604800";
 const CACHE_TAG = "cache-tag";
 const MAX_CACHED_BODY_BYTES = 1024 * 1024;
 // A 304 carries what the 200 would have that a cache needs to update its copy (RFC 9110 §15.4.5).
-const NOT_MODIFIED_HEADERS = ["etag", "cache-control", "vary", "expires", "content-location"];
+const NOT_MODIFIED_HEADERS = ["etag", "cache-control", "vary", "expires", "content-location", "date"];
 
 /** How long the edge serves an entry without asking the origin, by what the origin answered. */
 export interface EntryLifetimes {
@@ -71,20 +76,40 @@ export function isFresh(stored: Headers): boolean {
  * anything `cacheable` refuses, streams through uncached.
  */
 export function lifetimeOf(status: number, headers: Headers, lifetimes: EntryLifetimes): number | null {
-  if (!cacheable(headers)) return null;
+  if (!cacheable(headers, headers.get("cache-control"))) return null;
   if (status === 200) return lifetimes.itemSeconds;
   if (status !== 404 || lifetimes.notFoundSeconds === 0) return null;
-  return freshSeconds(headers.get("cache-control") ?? "", lifetimes.notFoundSeconds) > 0 ? lifetimes.notFoundSeconds : null;
+  return freshSeconds(headers.get("cache-control") ?? "", lifetimes.notFoundSeconds, ageOf(headers)) > 0 ? lifetimes.notFoundSeconds : null;
 }
+
+/**
+ * Whether a stored entry, refreshed by a revalidating 304 (`storable` with `update`), may still be kept: the
+ * 304 updates the headers the rules read (RFC 9111 §4.3.4), so it can make the item `private` or `no-store`,
+ * or vary on more than the entry is keyed by. Such an entry is served to the client that asked, and
+ * removed, never served to another.
+ */
+export function keepsRefreshed(stored: Headers): boolean {
+  return cacheable(stored, stored.get(ORIGIN_CACHE_CONTROL));
+}
+
+/**
+ * True when the request says `Cache-Control: no-store`: a cache MUST NOT store the answer to it
+ * (RFC 9111 §5.2.1.5). It may still be answered from what is stored.
+ */
+export function forbidsStoring(request: Headers): boolean {
+  const cacheControl = request.get("cache-control");
+  return cacheControl !== null && NO_STORE.test(cacheControl);
+}
+
+const NO_STORE = /(^|[\s,])no-store([\s,=]|$)/i;
 
 /**
  * What a shared cache may keep: a sized body up to MAX_CACHED_BODY_BYTES; not `no-store` or `private`; and
  * no `Vary` beyond `origin` and `accept-encoding`, since entries are keyed by item alone (the Cache API
  * refuses `Vary: *` anyway).
  */
-function cacheable(headers: Headers): boolean {
+function cacheable(headers: Headers, cacheControl: string | null): boolean {
   if (!(Number(headers.get("content-length") ?? NaN) <= MAX_CACHED_BODY_BYTES)) return false;
-  const cacheControl = headers.get("cache-control");
   if (cacheControl !== null && /(^|[\s,])(no-store|private)([\s,=]|$)/i.test(cacheControl)) return false;
   const vary = headers.get("vary");
   if (vary === null) return true;
@@ -92,13 +117,19 @@ function cacheable(headers: Headers): boolean {
 }
 
 /**
- * How long the edge may serve an entry without asking: the configured lifetime, shortened by the origin's
- * `s-maxage` (or else `max-age`), and zero under `no-cache`.
+ * How long the edge may serve an entry without asking: the configured lifetime, shortened by what is left
+ * of the origin's `s-maxage` (or else `max-age`) at `ageSeconds` (RFC 9111 §4.2), and zero under `no-cache`.
  */
-function freshSeconds(cacheControl: string, lifetimeSeconds: number): number {
+function freshSeconds(cacheControl: string, lifetimeSeconds: number, ageSeconds: number): number {
   if (/(^|[\s,])no-cache([\s,=]|$)/i.test(cacheControl)) return 0;
   const lifetime = /(?:^|[\s,])s-maxage\s*=\s*"?(\d+)/i.exec(cacheControl) ?? /(?:^|[\s,])max-age\s*=\s*"?(\d+)/i.exec(cacheControl);
-  return lifetime ? Math.min(lifetimeSeconds, Number(lifetime[1])) : lifetimeSeconds;
+  return lifetime ? Math.max(0, Math.min(lifetimeSeconds, Number(lifetime[1]) - ageSeconds)) : lifetimeSeconds;
+}
+
+/** An answer's Age in whole seconds, 0 when it has none or an invalid one (RFC 9111 §5.1). */
+function ageOf(headers: Headers): number {
+  const age = headers.get("age");
+  return age !== null && /^\d+$/.test(age) ? Number(age) : 0;
 }
 
 /**
@@ -112,12 +143,17 @@ export function storable(base: Headers, lifetimeSeconds: number, labels: EntryLa
     for (const [name, value] of stripResponseHeaders(update)) if (name !== "content-length") headers.set(name, value);
   }
   // What the Cache API added to the match this entry was read from is not the origin's, and not stored again;
-  // nor is an Age: a refreshed entry's age starts again at its validation (RFC 9111 §4.3.4).
+  // nor is an Age: the age kept is the one the answer arrived with (a refreshed entry's starts again at its
+  // validation, at the 304's own Age: RFC 9111 §4.3.4).
   headers.delete("cf-cache-status");
   headers.delete("age");
+  const age = ageOf(update ?? base);
   const originCacheControl = update?.get("cache-control") ?? base.get(ORIGIN_CACHE_CONTROL) ?? base.get("cache-control") ?? "";
+  const now = Date.now();
   headers.set(ORIGIN_CACHE_CONTROL, originCacheControl);
-  headers.set(FRESH_UNTIL, String(Date.now() + freshSeconds(originCacheControl, lifetimeSeconds) * 1000));
+  headers.set(FRESH_UNTIL, String(now + freshSeconds(originCacheControl, lifetimeSeconds, age) * 1000));
+  headers.set(AGE_AT_STORE, String(age));
+  headers.set(STORED_AT, String(now));
   headers.set("cache-control", RETAIN);
   headers.set(FILLED_FROM, labels.filledUnder);
   headers.set(CACHE_TAG, labels.cacheTags);
@@ -133,8 +169,9 @@ export function withoutCacheTag(headers: Headers): Headers {
 /**
  * A stored entry as served: a 304 when it is a 200 the client already holds (never for a 404: it has no
  * version to match), else its status and body (none for HEAD), with the bookkeeping headers replaced by
- * what the origin said. What the Cache API adds to a match is bytes, not data: `cf-cache-status` always,
- * and `age` unless the origin sent a Cache-Control it qualifies.
+ * what the origin said. With the origin's Cache-Control comes the entry's current age (RFC 9111 §4: the age
+ * it was stored at, plus its time in the edge cache); without one the answer has no freshness a client
+ * could use an Age for, and the Age is bytes, not data, as is the Cache API's `cf-cache-status`.
  */
 export function serveStored(
   status: number,
@@ -156,8 +193,12 @@ export function serveStored(
     return { status: 304, headers, body: null };
   }
   const headers = new Headers(stored);
+  const ageAtStore = Number(stored.get(AGE_AT_STORE) ?? 0);
+  const storedAt = Number(stored.get(STORED_AT) ?? Date.now());
   headers.delete(FRESH_UNTIL);
   headers.delete(ORIGIN_CACHE_CONTROL);
+  headers.delete(AGE_AT_STORE);
+  headers.delete(STORED_AT);
   headers.delete(FILLED_FROM);
   headers.delete(CACHE_TAG);
   headers.delete("cf-cache-status");
@@ -166,6 +207,7 @@ export function serveStored(
     headers.delete("age");
   } else {
     headers.set("cache-control", originCacheControl);
+    headers.set("age", String(ageAtStore + Math.max(0, Math.floor((Date.now() - storedAt) / 1000))));
   }
   return { status, headers, body: method === "HEAD" ? null : body };
 }

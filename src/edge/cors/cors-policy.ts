@@ -11,7 +11,10 @@ export interface CorsPolicy {
   readonly methods: ReadonlySet<string>;
   readonly anyHeader: boolean;
   readonly headers: ReadonlySet<string>;
-  readonly exposeHeaders: string;
+  /** `Access-Control-Expose-Headers: *` on every allowed answer. */
+  readonly exposeAll: boolean;
+  /** The names exposed, lowercase; an answer lists those of them it carries. */
+  readonly exposeNames: readonly string[];
   readonly credentials: boolean;
   readonly maxAge: string;
   readonly privateNetwork: boolean;
@@ -26,7 +29,8 @@ export function compileCorsPolicy(spec: CorsSpec): CorsPolicy {
     methods: new Set(spec.methods),
     anyHeader: spec.anyHeader,
     headers: new Set(spec.headers),
-    exposeHeaders: spec.exposeHeaders,
+    exposeAll: spec.exposeHeaders === "*",
+    exposeNames: spec.exposeHeaders === "" || spec.exposeHeaders === "*" ? [] : spec.exposeHeaders.split(","),
     credentials: spec.credentials,
     maxAge: spec.maxAge,
     privateNetwork: spec.privateNetwork,

@@ -1,4 +1,4 @@
-import { isHttpToken } from "../../shared/http-token.ts";
+import { isHttpToken, withoutOws } from "../../shared/http-token.ts";
 import type { CorsPolicy } from "./cors-policy.ts";
 
 /** Read access to request headers; a `Headers` fits, and so does any plain lookup in tests and benchmarks. */
@@ -72,17 +72,21 @@ export function answerPreflight(
 /**
  * The `Access-Control-Allow-Headers` value for the requested names: "" when none were requested, undefined
  * when any is refused. One pass over the list, each name one Set lookup, so a hostile 64 KB list costs
- * linear time. Under a `*` policy a lone `*` (one byte) covers every name except `authorization`.
+ * linear time. Under a `*` policy a lone `*` (one byte) covers every name except `authorization`. Empty
+ * members are skipped (RFC 9110 §5.6.1.2), and only spaces and tabs are whitespace around a name (OWS).
  */
 function allowedRequestHeaders(policy: CorsPolicy, requested: string | null): string | undefined {
-  if (requested === null || requested.trim() === "") return "";
+  if (requested === null) return "";
   const names = new Set<string>();
   for (const item of requested.split(",")) {
-    const name = item.trim().toLowerCase();
+    const name = withoutOws(item).toLowerCase();
+    if (name === "") continue;
     if (!isHttpToken(name)) return undefined;
     if (!policy.headers.has(name) && !(policy.anyHeader && name !== "authorization")) return undefined;
     names.add(name);
   }
+  if (names.size === 0) return "";
   if (policy.anyHeader && !names.has("authorization")) return "*";
   return [...names].join(",");
 }
+

@@ -60,7 +60,7 @@ export interface StandInOptions {
 }
 
 export type StandInFault =
-  | { kind: "5xx"; count?: number; status?: number }
+  | { kind: "5xx"; count?: number; status?: number; retryAfterS?: number }
   | { kind: "hang"; count?: number }
   | { kind: "malformed"; count?: number }
   | { kind: "429"; count?: number; retryAfterS?: number };
@@ -191,7 +191,12 @@ export async function startCloudflareApiStandIn(options: StandInOptions): Promis
       const status = active.kind === "5xx" ? (active.status ?? 503) : 200;
       const answer: Answer =
         kind === "5xx"
-          ? { status, outcome: "fault", body: `<html><body><h1>${status} Service Unavailable</h1></body></html>` }
+          ? {
+              status,
+              outcome: "fault",
+              body: `<html><body><h1>${status} Service Unavailable</h1></body></html>`,
+              ...(active.kind === "5xx" && active.retryAfterS !== undefined ? { headers: { "retry-after": String(active.retryAfterS) } } : {}),
+            }
           : kind === "malformed"
             ? { status: 200, outcome: "fault", body: '{"success":tru' }
             : {

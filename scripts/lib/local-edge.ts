@@ -64,16 +64,21 @@ export function bundleWorker(): Promise<string> {
  * stored `Cache-Tag` lists the tag, wherever it is keyed; locally there is no index from tags to entries (the
  * Cache API cannot list its keys), so a tag is resolved to the keys the worker stores under, and `purgeTags`
  * then deletes only those entries whose stored Cache-Tag really lists the tag. The worker keys an item by its
- * own host: `item:<id>` → `<worker origin>/items/<id>`; `items` (every item) → that key for every id the caller
- * knows of. Any other tag reaches nothing here.
+ * own host: `item:<id>` → `<worker origin>/items/<id>`, and the key of every known id that differs from it only in
+ * case (Cloudflare compares tags without case, so `item:Widget` purges `widget`'s entry too, and the purger sends
+ * one tag for both); `items` (every item) → that key for every id the caller knows of. Any other tag reaches
+ * nothing here.
  */
 export function keysForTag(tag: string, workerOrigin: string, knownIds: Iterable<string>): string[] {
   const prefix = itemTag("");
   const key = (id: string) => `${workerOrigin}/items/${id}`;
-  if (tag.toLowerCase() === ALL_ITEMS_TAG) return [...new Set(knownIds)].map(key);
-  // Cloudflare compares tags without case; ids are case-sensitive, so only an exact `item:` prefix names one.
-  if (tag.startsWith(prefix) && tag.length > prefix.length) return [key(tag.slice(prefix.length))];
-  return [];
+  const folded = tag.toLowerCase();
+  if (folded === ALL_ITEMS_TAG) return [...new Set(knownIds)].map(key);
+  if (!folded.startsWith(prefix) || tag.length === prefix.length) return [];
+  const id = tag.slice(prefix.length);
+  const ids = new Set([id]);
+  for (const known of knownIds) if (known.toLowerCase() === folded.slice(prefix.length)) ids.add(known);
+  return [...ids].map(key);
 }
 
 /** Whether a stored `Cache-Tag` value lists `tag` (comma-separated, compared without case as Cloudflare does). */

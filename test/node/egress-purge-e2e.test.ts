@@ -20,6 +20,13 @@ describe("the stand-in's tag → key mapping", () => {
     expect(keysForTag("items", origin, ["1", "2", "1"])).toEqual(["http://127.0.0.1:9/items/1", "http://127.0.0.1:9/items/2"]);
     expect(keysForTag("ITEMS", origin, ["1"])).toEqual(["http://127.0.0.1:9/items/1"]);
     expect(keysForTag("item:", origin, ["1"])).toEqual([]);
+    // Tags compare without case at Cloudflare: one tag purges every id that differs only in case.
+    expect(keysForTag("item:Widget", origin, ["widget", "WIDGET", "widgets", "Widget"])).toEqual([
+      "http://127.0.0.1:9/items/Widget",
+      "http://127.0.0.1:9/items/widget",
+      "http://127.0.0.1:9/items/WIDGET",
+    ]);
+    expect(keysForTag("ITEM:a", origin, ["A"])).toEqual(["http://127.0.0.1:9/items/a", "http://127.0.0.1:9/items/A"]);
     expect(keysForTag("release:5", origin, ["1"])).toEqual([]);
   });
 

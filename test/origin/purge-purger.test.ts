@@ -239,18 +239,18 @@ describe("Purger", () => {
     t.purger.start();
     await t.runUntil(() => t.purger.stats().refused === 4);
     expect(t.purger.stats()).toMatchObject({ state: "refused", retried: 0, pending: 1 });
-    // The refusal once; the fallback once (failing over 30 s), still refused, with no further lines.
+    // The refusal once; the fallback once (refused twice, failing over 30 s), still refused, with no further lines.
     expect(t.lines).toHaveLength(2);
     expect(t.lines[0]).toContain("purge: REFUSED by Cloudflare: HTTP 401: 10000 Authentication error");
     expect(t.lines[0]).toContain(`Zone → Cache Purge → Purge for the zone ${ZONE}`);
     expect(t.lines[0]).toContain("Retrying every 60 s");
-    expect(t.lines[1]).toMatch(/^purge: FALLBACK: purges have failed for 60 s/);
+    expect(t.lines[1]).toMatch(/^purge: FALLBACK: purges have failed for 120 s/);
     expect(t.lines.join("\n")).not.toContain("wrong-secret-token");
     const times = t.standIn.calls.map((c) => c.at);
     expect(times[2]! - times[1]!).toBe(60_000);
   });
 
-  it("a token without the permission is reported; once granted, the next attempt falls back to one wide purge", async () => {
+  it("a token without the permission is reported; once granted, the next attempt purges the same tags, not everything", async () => {
     const t = await setup({ token: NO_PURGE });
     t.source.add("a", "b");
     t.purger.start();
@@ -259,12 +259,46 @@ describe("Purger", () => {
     expect(t.lines[0]).toContain("HTTP 403: 10000 Authentication error. Fix: create an API token with the permission Zone → Cache Purge → Purge");
     t.standIn.grantPurge(NO_PURGE);
     await t.runUntil(() => t.source.pending.size === 0);
+    expect(t.applied).toEqual([["item:a", "item:b"]]);
+    expect(t.purger.stats()).toMatchObject({ state: "ok", fallbacks: 0, refused: 1 });
+    expect(t.lines.slice(1)).toEqual([expect.stringMatching(/^purge: ok/)]);
+  });
+
+  it("refused twice over more than 30 s: the next attempt is one wide purge", async () => {
+    const t = await setup({ token: NO_PURGE });
+    t.source.add("a", "b");
+    t.purger.start();
+    await t.runUntil(() => t.purger.stats().refused === 2);
+    t.standIn.grantPurge(NO_PURGE);
+    await t.runUntil(() => t.source.pending.size === 0);
     expect(t.applied).toEqual([[ALL_ITEMS_TAG]]);
-    expect(t.purger.stats()).toMatchObject({ state: "ok", fallbacks: 1, refused: 1 });
+    expect(t.purger.stats()).toMatchObject({ state: "ok", fallbacks: 1, refused: 2 });
     expect(t.lines.slice(1)).toEqual([
-      expect.stringMatching(/^purge: FALLBACK: purges have failed for 60 s \(bound 30 s\); sending one purge of tag "items"/),
+      expect.stringMatching(/^purge: FALLBACK: purges have failed for 120 s \(bound 30 s\); sending one purge of tag "items"/),
       expect.stringMatching(/^purge: ok: one purge of tag "items" covered 2 pending changes/),
     ]);
+  });
+
+  it("a 503's Retry-After is honoured like a 429's (the backoff alone would retry within 250 ms)", async () => {
+    const t = await setup();
+    t.standIn.setFault({ kind: "5xx", count: 1, retryAfterS: 5 });
+    t.source.add("a");
+    t.purger.start();
+    await t.runUntil(() => t.source.pending.size === 0);
+    const [first, second] = t.standIn.calls.map((c) => c.at);
+    expect(second! - first!).toBeGreaterThanOrEqual(5_000);
+    expect(t.purger.stats()).toMatchObject({ state: "ok", retried: 1, calls: 2 });
+  });
+
+  it("one 429 whose Retry-After is longer than the failing bound is waited out, then the same tag is purged, not everything", async () => {
+    const t = await setup();
+    t.standIn.setFault({ kind: "429", count: 1, retryAfterS: 35 });
+    t.source.add("a");
+    t.purger.start();
+    await t.runUntil(() => t.source.pending.size === 0);
+    expect(t.applied).toEqual([["item:a"]]);
+    expect(t.standIn.calls.map((c) => c.at)[1]! - t.standIn.calls.map((c) => c.at)[0]!).toBeGreaterThanOrEqual(35_000);
+    expect(t.purger.stats()).toMatchObject({ state: "ok", fallbacks: 0 });
   });
 
   it("verify() at start: accepted for a good token; refused with the fix for a bad one, through the bucket", async () => {

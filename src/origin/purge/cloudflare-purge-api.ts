@@ -32,7 +32,8 @@ import { type Timers, systemTimers } from "./timers.ts";
 export type PurgeOutcome =
   | { readonly kind: "accepted"; readonly purgeId?: string }
   | { readonly kind: "rate-limited"; readonly detail: string; readonly retryAfterMs?: number }
-  | { readonly kind: "retryable"; readonly detail: string }
+  /** `retryAfterMs`: a 5xx's Retry-After (RFC 9110 §10.2.3 lets a 503 say when to come back). */
+  | { readonly kind: "retryable"; readonly detail: string; readonly retryAfterMs?: number }
   | { readonly kind: "refused"; readonly status: number; readonly detail: string };
 
 /** What the purge loop needs from the API (the client below, or a stand-in in a test). */
@@ -160,7 +161,10 @@ function classify(status: number, headers: Headers, text: string, zoneId: string
     const retryAfterMs = parseRetryAfter(headers.get("retry-after"));
     return { kind: "rate-limited", detail: `HTTP 429 (over the account's purge rate)${said}`, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
   }
-  if (status >= 500 || status === 408) return { kind: "retryable", detail: `HTTP ${status}${said}` };
+  if (status >= 500 || status === 408) {
+    const retryAfterMs = parseRetryAfter(headers.get("retry-after"));
+    return { kind: "retryable", detail: `HTTP ${status}${said}`, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
+  }
   if (status >= 200 && status < 300) {
     if (envelope === undefined) return { kind: "retryable", detail: `HTTP ${status} with a body that is not Cloudflare's JSON envelope: ${snippet(text)}` };
     if (envelope.success !== true) return { kind: "retryable", detail: `HTTP ${status} but "success" is ${JSON.stringify(envelope.success) ?? "missing"}${said}` };

@@ -39,8 +39,10 @@ export class OwedRepeats {
   /** `tags` are owed a repeat at `due` (no earlier than any owed before). */
   owe(tags: readonly string[], due: number): void {
     if (tags.length === 0) return;
-    // A wide repeat due now or later covers every repeat due before it; past the bound one is cheaper.
-    if (tags.includes(ALL_ITEMS_TAG) || this.#due.size + tags.length > this.#bound) {
+    // A wide repeat due now or later covers every repeat due before it; past the bound (distinct tags: one owed
+    // again is still one) one is cheaper.
+    const added = new Set(tags.map((tag) => tag.toLowerCase()).filter((folded) => !this.#due.has(folded))).size;
+    if (tags.includes(ALL_ITEMS_TAG) || this.#due.size + added > this.#bound) {
       this.#due.clear();
       this.#due.set(ALL_ITEMS_TAG, { tag: ALL_ITEMS_TAG, due });
       return;

@@ -16,7 +16,8 @@
 // each time.
 //
 // Fallback: beyond `backlogBoundFor(plan)` pending changes (what the plan purges by tag in ~30 s with a full
-// bucket: free 825, pro 5,250, business 10,500, enterprise 60,000), or after 30 s of failing purges, one purge of
+// bucket: free 825, pro 5,250, business 10,500, enterprise 60,000), or after 30 s of failing purges that failed
+// at least twice in a row (one failure, a refusal or a long Retry-After, is retried with its own tags), one purge of
 // ALL_ITEMS_TAG is sent instead: it bounds staleness at about 30 s where tag purges could not, and costs one call
 // (and a refill of the edge cache from the origin). Changes are counted, not distinct ids, so a hot id makes the
 // bound trip early: the safe side.
@@ -61,7 +62,7 @@ export interface PurgerTuning {
   backoffBaseMs: number;
   backoffMaxMs: number;
   refusedRetryMs: number;
-  /** Purges failing for longer than this: the next call is the wide purge. */
+  /** Purges failing for longer than this, and at least twice in a row: the next call is the wide purge. */
   failingBoundMs: number;
   /** How long stop() waits for a call in flight before cancelling it. */
   stopTimeoutMs: number;

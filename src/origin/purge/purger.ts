@@ -299,7 +299,9 @@ export class Purger {
         return;
       }
       if (pending > backlogBound) return this.#enterFallback(`more than ${backlogBound} changes pending (the bound)`);
-      if (this.#failingSince !== null && now - this.#failingSince > failingBoundMs) {
+      // A single failure is retried with its own tags, however long Retry-After or the refusal wait made it: the
+      // wide purge costs the whole edge a refill, and is for failures that persist.
+      if (this.#failingSince !== null && this.#failures >= 2 && now - this.#failingSince > failingBoundMs) {
         return this.#enterFallback(`purges have failed for ${Math.round((now - this.#failingSince) / 1000)} s (bound ${failingBoundMs / 1000} s)`);
       }
       const batch = batchOf(changes);
@@ -443,11 +445,8 @@ export class Purger {
       delay = this.#o.refusedRetryMs;
     } else {
       this.#stats.retried++;
-      delay = backoffMs(this.#failures, this.#o, this.#random);
-      if (outcome.kind === "rate-limited") {
-        this.#bucket.drain();
-        delay = Math.max(delay, outcome.retryAfterMs ?? 0);
-      }
+      delay = Math.max(backoffMs(this.#failures, this.#o, this.#random), outcome.retryAfterMs ?? 0);
+      if (outcome.kind === "rate-limited") this.#bucket.drain();
     }
     this.#holdUntil = this.#runAt = now + delay;
     this.#report(undefined, quiet);

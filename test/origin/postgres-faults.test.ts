@@ -4,6 +4,9 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError } from "../../src/shared/config/config-error.ts";
 import { startOrigin } from "../../src/origin/start-origin.ts";
+import postgresClient from "postgres";
+import type { PostgresChangeFeed } from "../../src/origin/feed/postgres-change-feed.ts";
+import { openPool } from "../../src/origin/store/postgres/connection.ts";
 import { testConfig } from "./harness.ts";
 import { startOnPostgres, usePostgres } from "./pg-harness.ts";
 
@@ -17,6 +20,62 @@ async function request(url: string, init: RequestInit = {}): Promise<{ status: n
 const put = (url: string, body: string) => request(url, { method: "PUT", headers: { "content-type": "application/json" }, body });
 
 describe("PostgreSQL faults", () => {
+  it("a connection whose first query fails as it starts (terminated, cancelled) fails that call, never the process", async () => {
+    // statement_timeout 1 ms cancels whatever a new connection runs first: in postgres 3.4.9 that was its own
+    // array-types query, whose dropped promise became an unhandled rejection (porsager/postgres#1192), as a
+    // pg_terminate_backend at that moment did.
+    const rejections: unknown[] = [];
+    const record = (reason: unknown) => rejections.push(reason);
+    process.on("unhandledRejection", record);
+    try {
+      const url = await postgres.database();
+      for (let i = 0; i < 5; i++) {
+        const sql = openPool({ url, poolSize: 1, timeoutMs: 1, applicationName: "slim-edge-test" });
+        await sql`SELECT pg_sleep(0.01)`.catch(() => undefined);
+        await sql.end();
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(rejections).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", record);
+    }
+  });
+
+  it("a check of the change log's setup whose connection is terminated mid-check fails that check, never the process", async () => {
+    const url = await postgres.database();
+    const origin = await startOnPostgres(url, { FEED_STALE_BOUND_MS: "1000" });
+    const feed = origin.feed as PostgresChangeFeed;
+    const admin = postgresClient(url, { max: 1, fetch_types: false, onnotice: () => {} });
+    try {
+      // The check reads the feed row; held behind this lock, it waits inside whatever it runs in. postgres 3.4.9
+      // answered a transaction killed there with a ROLLBACK written to the closed socket: an uncaught TypeError.
+      await admin.begin(async (tx) => {
+        await tx`LOCK TABLE slim_edge_feed IN ACCESS EXCLUSIVE MODE`;
+        const deadline = Date.now() + 15_000;
+        let killed = 0;
+        while (killed === 0) {
+          // pg_stat_activity is read once per transaction unless its snapshot is cleared.
+          await tx`SELECT pg_stat_clear_snapshot()`;
+          if (Date.now() > deadline) throw new Error(`the check never waited on the feed row: ${JSON.stringify(await tx`SELECT application_name, wait_event_type, state, query FROM pg_stat_activity WHERE pid <> pg_backend_pid()`)}`);
+          const rows = await tx`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+            WHERE pid <> pg_backend_pid() AND wait_event_type = 'Lock' AND application_name LIKE 'slim-edge%'
+              AND query LIKE 'SELECT 1 FROM %slim_edge_feed%'`;
+          killed = rows.length;
+        }
+      });
+      const before = feed.pollStats.rechecks;
+      const deadline = Date.now() + 15_000;
+      while (feed.pollStats.rechecks === before) {
+        if (Date.now() > deadline) throw new Error("no check completed after the terminated one");
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect((await put(`${origin.url}/items/after`, '{"v":1}')).status).toBe(204);
+      expect(await request(`${origin.url}/items/after`)).toEqual({ status: 200, body: '{"v":1}' });
+    } finally {
+      await admin.end();
+    }
+  });
+
   it("stopped: cached reads answer, misses and writes get 503 with the reason logged, and it recovers by itself", async () => {
     const { pg } = postgres;
     const lines: string[] = [];

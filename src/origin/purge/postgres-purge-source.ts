@@ -58,7 +58,7 @@ export class PostgresPurgeSource implements PurgeSource {
     for (let i = 0; i < keys.length; i += MARK_BATCH) {
       const batch = keys.slice(i, i + MARK_BATCH);
       await this.#query(
-        (sql) => sql`UPDATE ${sql(CHANGES_TABLE)} SET purged = true WHERE seq = ANY(${batch}::bigint[]) AND NOT purged`,
+        (sql) => sql`UPDATE ${sql(CHANGES_TABLE)} SET purged = true WHERE seq = ANY(string_to_array(${batch.join(",")}::text, ',')::bigint[]) AND NOT purged`,
         "marking changes purged",
       );
     }

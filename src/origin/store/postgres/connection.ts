@@ -35,6 +35,11 @@ export function openPool(options: PostgresOptions, max = options.poolSize, onclo
     // 140 ms compiling each 0.02 ms feed poll (measured with bench:cluster: one idle core per 3 instances).
     connection: { application_name: options.applicationName, statement_timeout: options.timeoutMs, jit: "off" },
     onnotice: () => {},
+    // No query of the driver's own on each new connection (the array types): postgres 3.4.9 drops that query's
+    // promise, so a connection terminated while it runs (pg_terminate_backend, a failover, a proxy's reset)
+    // was an unhandled rejection that ended the process (porsager/postgres#1192, #1223). Without the types the
+    // driver cannot send a JS array: array parameters go as text, `= ANY(string_to_array(<comma-separated list>::text, ','))`.
+    fetch_types: false,
     // Numbers come back as strings (int8, xid8): the callers decide what to make of them.
   });
 }

@@ -39,7 +39,8 @@ import {
 } from "./schema.ts";
 import type { IdKind, UserTableShape } from "./user-table-store.ts";
 
-type Tx = TransactionSql;
+/** A transaction, or (for the recheck's reads) the connection itself. */
+type Tx = Sql | TransactionSql;
 
 /** The start-time refusal: the same ConfigError the environment's parser throws, for one variable. */
 function refused(variable: string, message: string): ConfigError {
@@ -102,22 +103,24 @@ export interface SetupRecheck {
  * when this role may (changesMissed logs "everything changed" with them); anything else gone (the table, the
  * log, the function) is reported, never created empty while running, and an older function is left to the
  * next start (two versions deploying side by side would replace each other's). Each statement is bounded by
- * `timeoutMs`; a store that cannot be reached rejects.
+ * `timeoutMs` (the connection's statement_timeout); a store that cannot be reached rejects.
+ *
+ * The reads are statements of their own, not a transaction: postgres 3.4.9 answers a transaction whose
+ * connection is terminated (pg_terminate_backend, a failover) with a ROLLBACK written to the closed socket,
+ * an uncaught TypeError that ends the process, and this check runs every second. Only a repair, which is
+ * rare, opens one.
  */
 export async function recheckPostgres(sql: Sql, userTable: UserTableSpec | undefined, timeoutMs: number): Promise<SetupRecheck> {
   const [row] = await sql<{ role: string }[]>`SELECT current_user AS role`;
   const role = row!.role;
   try {
-    return await sql.begin(async (tx) => {
-      await tx.unsafe(`SET LOCAL statement_timeout = ${Math.ceil(timeoutMs)}; SET LOCAL lock_timeout = ${Math.ceil(timeoutMs)}`);
-      if (userTable !== undefined) {
-        const relation = await resolveItemsTable(tx, userTable, role);
-        const logSchema = await checkChangeLog(tx, relation, userTable, role, undefined);
-        await checkTriggers(tx, relation, userTable, logSchema, undefined);
-        return {};
-      }
-      return recheckOwned(tx, role);
-    });
+    if (userTable !== undefined) {
+      const relation = await resolveItemsTable(sql, userTable, role);
+      const logSchema = await checkChangeLog(sql, relation, userTable, role, undefined);
+      await checkTriggers(sql, relation, userTable, logSchema, undefined);
+      return {};
+    }
+    return await recheckOwned(sql, role, timeoutMs);
   } catch (error) {
     const problem = setupProblem(error, role);
     if (problem instanceof ConfigError) return { problem: problem.problems.map((p) => `${p.variable}: ${p.message}`).join("; ") };
@@ -125,15 +128,15 @@ export async function recheckPostgres(sql: Sql, userTable: UserTableSpec | undef
   }
 }
 
-async function recheckOwned(tx: Tx, role: string): Promise<SetupRecheck> {
-  let plan = await ownedPlan(tx, role);
+async function recheckOwned(sql: Sql, role: string, timeoutMs: number): Promise<SetupRecheck> {
+  const plan = await ownedPlan(sql, role);
   const gone = (p: typeof plan) => p.missing.filter((m) => m.kind !== "outdated");
   if (gone(plan).length === 0) return {};
   const unrepairable = gone(plan).filter((m) => m.kind !== "triggers" && m.kind !== "row");
   if (unrepairable.length > 0) {
     return { problem: `missing ${unrepairable.map((m) => m.what).join(", ")}, so changes are not logged: put back what was moved or renamed, or start an origin, which creates what is missing (empty)` };
   }
-  const [may] = await tx<{ owner: string; triggers: boolean; row: boolean; log: boolean }[]>`
+  const [may] = await sql<{ owner: string; triggers: boolean; row: boolean; log: boolean }[]>`
     SELECT pg_get_userbyid(c.relowner) AS owner, pg_has_role(c.relowner, 'USAGE') AS triggers,
       has_table_privilege(${qualify(plan.schema, FEED_TABLE)}, 'INSERT') AS row, has_table_privilege(${qualify(plan.schema, CHANGES_TABLE)}, 'INSERT') AS log
     FROM pg_class c WHERE c.oid = ${plan.itemsOid}::oid`;
@@ -142,12 +145,15 @@ async function recheckOwned(tx: Tx, role: string): Promise<SetupRecheck> {
     return { problem: `missing ${gone(plan).map((m) => m.what).join(", ")}, so changes are not logged, and role ${role} may not create them: start an origin once as ${may!.owner}, which creates what is missing` };
   }
   // As at start: one instance at a time, looking again once it holds the lock (another may have repaired it).
-  await tx.unsafe(SCHEMA_LOCK);
-  plan = await ownedPlan(tx, role);
-  const repair = gone(plan);
-  if (repair.length === 0 || repair.some((m) => m.kind !== "triggers" && m.kind !== "row")) return {};
-  await tx.unsafe(repair.map((m) => m.sql).join("") + everythingChangedSql(plan.schema));
-  return { repaired: repair.map((m) => m.what).join(", ") };
+  return await sql.begin(async (tx) => {
+    await tx.unsafe(`SET LOCAL lock_timeout = ${Math.ceil(timeoutMs)}`);
+    await tx.unsafe(SCHEMA_LOCK);
+    const locked = await ownedPlan(tx, role);
+    const repair = gone(locked);
+    if (repair.length === 0 || repair.some((m) => m.kind !== "triggers" && m.kind !== "row")) return {};
+    await tx.unsafe(repair.map((m) => m.sql).join("") + everythingChangedSql(locked.schema));
+    return { repaired: repair.map((m) => m.what).join(", ") };
+  });
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -241,7 +247,7 @@ export async function otherFedTables(tx: Tx, ours: readonly string[]): Promise<F
   const rows = await tx<{ table: string; trigger: string }[]>`
     SELECT format('%I.%I', n.nspname, c.relname) AS table, quote_ident(t.tgname) AS trigger
     FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-    WHERE p.proname = ${TRIGGER_FUNCTION} AND t.tgparentid = 0 AND NOT (t.tgrelid = ANY(${ours as string[]}::oid[]))
+    WHERE p.proname = ${TRIGGER_FUNCTION} AND t.tgparentid = 0 AND NOT (t.tgrelid = ANY(string_to_array(${ours.join(",")}::text, ',')::oid[]))
     ORDER BY 1, 2`;
   const tables = new Map<string, string[]>();
   for (const { table, trigger } of rows) tables.set(table, [...(tables.get(table) ?? []), trigger]);

@@ -39,6 +39,26 @@ describe("what feeds the change log, checked while the origin runs", () => {
     await until(async () => (await body(`${b.url}/items/k`)) === '{"v":3}', "b to serve a write made after the repair");
   });
 
+  it("a trigger disabled and enabled again inside one transaction (pg_restore --disable-triggers): what it let through reaches every instance", async () => {
+    const url = await postgres.database();
+    const db = url.slice(url.lastIndexOf("/") + 1);
+    const lines: string[] = [];
+    const [a, b] = [await startOnPostgres(url, FAST), await startOnPostgres(url, FAST, { log: (l) => lines.push(l) })];
+    expect((await fetch(`${a.url}/items/k`, { method: "PUT", headers: { "content-type": "application/json" }, body: '{"v":1}' })).status).toBe(204);
+    await until(async () => (await body(`${b.url}/items/k`)) === '{"v":1}', "b to serve the first write");
+
+    // The catalog ends as it began, enabled: only the trigger rows' versions say that anything happened.
+    await postgres.pg.sql(
+      `BEGIN; ALTER TABLE slim_edge_items DISABLE TRIGGER USER;
+       UPDATE slim_edge_items SET version = version + 1, body = convert_to('{"v":2}', 'UTF8') WHERE id = 'k';
+       ALTER TABLE slim_edge_items ENABLE ALWAYS TRIGGER slim_edge_record_change, ENABLE ALWAYS TRIGGER slim_edge_record_change_truncate; COMMIT;`,
+      db,
+    );
+    await until(async () => (await body(`${b.url}/items/k`)) === '{"v":2}', "b to serve the change the disabled trigger let through");
+    expect(lines).toContainEqual(expect.stringMatching(/^origin: change feed: the triggers that log changes were altered since the last check .*; dropping every cached item$/));
+    expect(await postgres.pg.sql("SELECT count(*) FROM slim_edge_changes WHERE item_id = 'k'", db)).toBe("1"); // the PUT's alone
+  });
+
   it("the origin's own table as a role that may not re-create its triggers: reported naming who may, distrusted until an origin started as that role puts them back", async () => {
     const url = await postgres.database();
     const db = url.slice(url.lastIndexOf("/") + 1);

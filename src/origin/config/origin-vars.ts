@@ -66,7 +66,7 @@ export const ORIGIN_VARS = {
     (raw) => optionalName(raw),
   ),
   DATABASE_POOL_SIZE: v(
-    { name: "DATABASE_POOL_SIZE", default: "10", meaning: "PostgreSQL only: connections per origin process for item reads and writes (the change feed has its own two)." },
+    { name: "DATABASE_POOL_SIZE", default: "10", meaning: "PostgreSQL only: connections per origin process for item reads and writes (the change feed has its own three)." },
     (raw, c) => readWholeNumber("DATABASE_POOL_SIZE", raw, { min: 1, max: 1000, unit: "connections", example: "10" }, c.problems),
   ),
   STORE_TIMEOUT_MS: v(

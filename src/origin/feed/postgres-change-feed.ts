@@ -86,6 +86,8 @@ export class PostgresChangeFeed implements ChangeFeed {
   #recheckFailing = false;
   /** What the last recheck found missing: until it is fixed the feed is not trusted (see `healthy`). */
   #setupProblem: string | undefined;
+  /** SetupRecheck.triggerVersions at the last check that found nothing wrong. */
+  #triggerVersions: string | undefined;
   /** The oldest transaction open on the server (the last snapshot's xmin), since when, and whether it was logged. */
   #oldest: { xid: bigint; since: number; logged: boolean } | undefined;
 
@@ -112,6 +114,10 @@ export class PostgresChangeFeed implements ChangeFeed {
         if (this.stats.listens > 1) this.#poll();
       },
     );
+    const { recheck } = this.#options;
+    // Before the first poll: the triggers' versions it records are the ones every later check compares with,
+    // and what they let through before then is no loss (nothing is cached before the first poll).
+    if (recheck !== undefined) await this.#recheck(recheck);
     // Through #poll, so that a reconnect during it queues the next poll instead of running one beside it
     // (two polls from one snapshot, absorbed out of order, would look like xids going backwards).
     this.#poll();
@@ -119,7 +125,6 @@ export class PostgresChangeFeed implements ChangeFeed {
     if (!this.healthy) throw new Error("the first poll of the change log failed (see the log line above)");
     this.#timer = setInterval(() => this.#poll(), this.#options.pollMs);
     this.#timer.unref();
-    const { recheck } = this.#options;
     if (recheck !== undefined) {
       let checking = false;
       this.#recheckTimer = setInterval(() => {
@@ -291,7 +296,13 @@ export class PostgresChangeFeed implements ChangeFeed {
     if (this.#closed) return;
     this.pollStats.rechecks++;
     // The repair logged "everything changed": every instance's feed drops its cache when it reads that.
-    if (found.repaired !== undefined) log(`origin: change feed: ${found.repaired} had gone (dropped?) and were created again`);
+    if (found.repaired !== undefined) log(`origin: change feed: ${found.repaired} had gone or stopped logging (dropped, disabled?) and were created again`);
+    const versions = this.#triggerVersions;
+    this.#triggerVersions = found.triggerVersions;
+    const altered = versions !== undefined && found.triggerVersions !== undefined && versions !== found.triggerVersions;
+    if (altered && found.repaired === undefined && this.#setupProblem === undefined) {
+      this.#lostTrack("the triggers that log changes were altered since the last check (disabled and enabled again, or replaced?), and what was written meanwhile may not have been logged");
+    }
     if (found.problem !== undefined) {
       if (this.#setupProblem === undefined) {
         log(`origin: change feed: changes no longer reach the change log (${found.problem}); cached items older than ${this.#options.staleBoundMs} ms are re-read until it is fixed`);

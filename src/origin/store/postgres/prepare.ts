@@ -93,6 +93,13 @@ export interface SetupRecheck {
   problem?: string;
   /** What had gone missing of the origin's own table and was created again. */
   repaired?: string;
+  /**
+   * When nothing is wrong: the row versions of the triggers that call the log's function, and of the
+   * function. Any change between two checks is an ALTER, a DROP and CREATE or a CREATE OR REPLACE, and a
+   * trigger disabled and enabled again inside one transaction (what `pg_restore --disable-triggers` and
+   * many migrations do) leaves nothing else behind: the writes it let through were never logged.
+   */
+  triggerVersions?: string;
 }
 
 /**
@@ -114,18 +121,30 @@ export async function recheckPostgres(sql: Sql, userTable: UserTableSpec | undef
   const [row] = await sql<{ role: string }[]>`SELECT current_user AS role`;
   const role = row!.role;
   try {
+    let found: SetupRecheck;
     if (userTable !== undefined) {
       const relation = await resolveItemsTable(sql, userTable, role);
       const logSchema = await checkChangeLog(sql, relation, userTable, role, undefined);
       await checkTriggers(sql, relation, userTable, logSchema, undefined);
-      return {};
+      found = {};
+    } else {
+      found = await recheckOwned(sql, role, timeoutMs);
     }
-    return await recheckOwned(sql, role, timeoutMs);
+    return found.problem === undefined ? { ...found, triggerVersions: await triggerVersions(sql) } : found;
   } catch (error) {
     const problem = setupProblem(error, role);
     if (problem instanceof ConfigError) return { problem: problem.problems.map((p) => `${p.variable}: ${p.message}`).join("; ") };
     throw problem;
   }
+}
+
+/** Every trigger calling the log's function (partitions' copies too), and the function: each row's xmin. */
+async function triggerVersions(sql: Sql): Promise<string> {
+  const [row] = await sql<{ versions: string | null }[]>`
+    SELECT string_agg(format('%s:%s:%s', t.tgrelid, t.tgname, t.xmin), ',' ORDER BY t.tgrelid, t.tgname)
+      || ';' || (SELECT string_agg(format('%s:%s', p.oid, p.xmin), ',' ORDER BY p.oid) FROM pg_proc p WHERE p.proname = ${TRIGGER_FUNCTION}) AS versions
+    FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid WHERE p.proname = ${TRIGGER_FUNCTION}`;
+  return row?.versions ?? "";
 }
 
 async function recheckOwned(sql: Sql, role: string, timeoutMs: number): Promise<SetupRecheck> {

@@ -16,14 +16,20 @@ const FAST = { FEED_POLL_MS: "20", FEED_STALE_BOUND_MS: "200" };
 const body = async (url: string) => (await fetch(url)).text();
 const triggers = (db: string, table: string) => postgres.pg.sql(`SELECT count(*) FROM pg_trigger WHERE tgrelid = '${table}'::regclass AND NOT tgisinternal`, db);
 
+/** Two instances on a new database, `k` written through one and served by the other (which logs to `lines`). */
+async function twoServingK() {
+  const url = await postgres.database();
+  const db = url.slice(url.lastIndexOf("/") + 1);
+  const lines: string[] = [];
+  const [a, b] = [await startOnPostgres(url, FAST), await startOnPostgres(url, FAST, { log: (l) => lines.push(l) })];
+  expect((await fetch(`${a.url}/items/k`, { method: "PUT", headers: { "content-type": "application/json" }, body: '{"v":1}' })).status).toBe(204);
+  await until(async () => (await body(`${b.url}/items/k`)) === '{"v":1}', "b to serve the first write");
+  return { db, a, b, lines };
+}
+
 describe("what feeds the change log, checked while the origin runs", () => {
   it("the origin's own table: a dropped trigger is created again, and a change made meanwhile reaches every instance", async () => {
-    const url = await postgres.database();
-    const db = url.slice(url.lastIndexOf("/") + 1);
-    const lines: string[] = [];
-    const [a, b] = [await startOnPostgres(url, FAST), await startOnPostgres(url, FAST, { log: (l) => lines.push(l) })];
-    expect((await fetch(`${a.url}/items/k`, { method: "PUT", headers: { "content-type": "application/json" }, body: '{"v":1}' })).status).toBe(204);
-    await until(async () => (await body(`${b.url}/items/k`)) === '{"v":1}', "b to serve the first write");
+    const { db, a, b, lines } = await twoServingK();
 
     // A change no trigger logs: made in the transaction that drops it.
     await postgres.pg.sql(
@@ -40,12 +46,7 @@ describe("what feeds the change log, checked while the origin runs", () => {
   });
 
   it("a trigger disabled and enabled again inside one transaction (pg_restore --disable-triggers): what it let through reaches every instance", async () => {
-    const url = await postgres.database();
-    const db = url.slice(url.lastIndexOf("/") + 1);
-    const lines: string[] = [];
-    const [a, b] = [await startOnPostgres(url, FAST), await startOnPostgres(url, FAST, { log: (l) => lines.push(l) })];
-    expect((await fetch(`${a.url}/items/k`, { method: "PUT", headers: { "content-type": "application/json" }, body: '{"v":1}' })).status).toBe(204);
-    await until(async () => (await body(`${b.url}/items/k`)) === '{"v":1}', "b to serve the first write");
+    const { db, a, b, lines } = await twoServingK();
 
     // The catalog ends as it began, enabled: only the trigger rows' versions say that anything happened.
     await postgres.pg.sql(

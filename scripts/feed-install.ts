@@ -181,7 +181,7 @@ async function install(tx: TransactionSql): Promise<{ table: string; schema: str
   const fn = await functionState(tx, schema);
   const fnName = `${qualify(schema, TRIGGER_FUNCTION)}()`;
   if (fn.state === "outdated" && fn.mayReplace === false) {
-    throw new Refusal(`${fnName} is an older version (its search_path lets any writer of the table run code as its owner) and belongs to ${fn.owner}: run this once as ${fn.owner}`);
+    throw new Refusal(`${fnName} is an older version (${fn.outdated}) and belongs to ${fn.owner}: run this once as ${fn.owner}`);
   }
   if (fn.state === "current" && fn.mayExecute === false) {
     throw new Refusal(`${fnName} belongs to ${fn.owner}, and this role may not attach it to a table: as ${fn.owner}, run \`GRANT EXECUTE ON FUNCTION ${fnName} TO ${quoteIdent(String((await tx<{ u: string }[]>`SELECT current_user AS u`)[0]!.u))};\``);

@@ -88,6 +88,17 @@ describe("the change log's trigger function", () => {
     expect(await feedInstall(url, commandIn(old.message))).toMatchObject({ code: 0 });
     expect(await postgres.pg.sql("SELECT array_to_string(proconfig, ';') FROM pg_proc WHERE proname = 'slim_edge_record_change'", db)).toBe("search_path=pg_catalog, pg_temp");
     await preparePostgres(options(url), spec("products", "sku"));
+
+    // An earlier body with this version's settings: named as such, and replaced the same way.
+    await postgres.pg.sql(
+      `CREATE OR REPLACE FUNCTION public.slim_edge_record_change() RETURNS trigger LANGUAGE plpgsql
+         SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$ BEGIN RETURN NULL; END $f$`,
+      db,
+    );
+    const body = await refusal(url, spec("products", "sku"));
+    expect(body.message).toMatch(/older version of "public"."slim_edge_record_change" \(owned by postgres; its body is not this version's, which records item ids only/);
+    expect(await feedInstall(url, commandIn(body.message))).toMatchObject({ code: 0 });
+    await preparePostgres(options(url), spec("products", "sku"));
   });
 });
 

@@ -194,8 +194,14 @@ export async function findChangeLog(tx: Tx): Promise<LogState> {
   return { schema: rows.find((r) => r.visible)?.schema, elsewhere: rows.filter((r) => !r.visible).map((r) => r.schema) };
 }
 
-/** The trigger function in `schema`: missing, an older version (to replace), or the current one. */
-export async function functionState(tx: Tx, schema: string): Promise<{ state: "missing" | "outdated" | "current"; owner?: string; mayReplace?: boolean; mayExecute?: boolean }> {
+/**
+ * The trigger function in `schema`: missing, an older version (to replace, `outdated` saying what is wrong
+ * with it), or the current one.
+ */
+export async function functionState(
+  tx: Tx,
+  schema: string,
+): Promise<{ state: "missing" | "outdated" | "current"; outdated?: string; owner?: string; mayReplace?: boolean; mayExecute?: boolean }> {
   const [fn] = await tx<{ definer: boolean; config: string | null; body: string; owner: string; owned: boolean; executable: boolean }[]>`
     SELECT p.prosecdef AS definer, array_to_string(p.proconfig, E'\n') AS config, p.prosrc AS body,
       pg_get_userbyid(p.proowner) AS owner, pg_has_role(p.proowner, 'USAGE') AS owned, has_function_privilege(p.oid, 'EXECUTE') AS executable
@@ -203,8 +209,12 @@ export async function functionState(tx: Tx, schema: string): Promise<{ state: "m
     WHERE n.nspname = ${schema} AND p.proname = ${TRIGGER_FUNCTION} AND p.pronargs = 0`;
   if (fn === undefined) return { state: "missing" };
   const same = (a: string) => a.replace(/\s+/g, " ").trim();
-  const current = fn.definer && fn.config === FUNCTION_SETTING && same(fn.body) === same(functionBody(schema));
-  return { state: current ? "current" : "outdated", owner: fn.owner, mayReplace: fn.owned, mayExecute: fn.executable };
+  const safe = fn.definer && fn.config === FUNCTION_SETTING;
+  const current = safe && same(fn.body) === same(functionBody(schema));
+  const outdated = !safe
+    ? "its search_path lets any writer of the table run code as its owner"
+    : "its body is not this version's, which records item ids only, so that an id of 8,000 bytes or more cannot fail its writer's statement";
+  return { state: current ? "current" : "outdated", ...(current ? {} : { outdated }), owner: fn.owner, mayReplace: fn.owned, mayExecute: fn.executable };
 }
 
 interface TriggerRow {
@@ -360,7 +370,7 @@ async function ownedPlan(tx: Tx, role: string): Promise<{ schema: string; items:
   if (fn.state !== "current") {
     missing.push({
       kind: fn.state === "missing" ? "function" : "outdated",
-      what: fn.state === "missing" ? `the function ${qualify(schema, TRIGGER_FUNCTION)}` : `a new version of ${qualify(schema, TRIGGER_FUNCTION)} (the installed one's search_path lets any writer of the table run code as its owner)`,
+      what: fn.state === "missing" ? `the function ${qualify(schema, TRIGGER_FUNCTION)}` : `a new version of ${qualify(schema, TRIGGER_FUNCTION)} (in the installed one, ${fn.outdated})`,
       sql: functionSql(schema),
       ...(fn.owner === undefined ? {} : { owner: fn.owner }),
     });
@@ -579,7 +589,7 @@ async function checkChangeLog(tx: Tx, relation: Relation, spec: UserTableSpec, r
   const [feed] = await tx<{ ok: boolean }[]>`SELECT to_regclass(${qualify(log.schema, FEED_TABLE)}) IS NOT NULL AS ok`;
   const fn = await functionState(tx, log.schema);
   if (!feed!.ok || fn.state !== "current") {
-    const what = !feed!.ok ? `has no ${FEED_TABLE} beside it` : fn.state === "missing" ? `has no function ${TRIGGER_FUNCTION} beside it` : `is written by an older version of ${qualify(log.schema, TRIGGER_FUNCTION)} (its search_path lets any writer of the table run code as its owner, ${fn.owner})`;
+    const what = !feed!.ok ? `has no ${FEED_TABLE} beside it` : fn.state === "missing" ? `has no function ${TRIGGER_FUNCTION} beside it` : `is written by an older version of ${qualify(log.schema, TRIGGER_FUNCTION)} (owned by ${fn.owner}; ${fn.outdated})`;
     throw refused("ITEMS_TABLE", `the change log ${qualify(log.schema, CHANGES_TABLE)} ${what}: ${hint(log.schema)}.`);
   }
   return log.schema;

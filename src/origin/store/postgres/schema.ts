@@ -10,6 +10,8 @@
 // (pg_temp is searched first unless named last): its path is `pg_catalog, pg_temp` and every object it
 // touches is schema-qualified.
 
+import { ITEM_ID } from "../../../shared/item-id.ts";
+
 /** The channel every change is announced on (payload: `seq:xid:id`, parsed in src/origin/feed/change-log-cursor.ts). */
 export const CHANGE_CHANNEL = "slim_edge_changes";
 export const ITEMS_TABLE = "slim_edge_items";
@@ -69,9 +71,14 @@ export function feedRowSql(schema: string): string {
 /**
  * The trigger function's body for a change log in `schema`. prepare.ts compares an installed function's
  * body with this (whitespace aside): one that differs (an older version) is replaced or refused.
+ *
+ * Only item ids are recorded (src/shared/item-id.ts, the same pattern): no request can name any other, so no
+ * cache holds it, and a user's table may hold ids of any length, while NOTIFY refuses a payload of 8,000
+ * bytes or more, which failed the writer's own statement.
  */
 export function functionBody(schema: string): string {
   const log = qualify(schema, CHANGES_TABLE);
+  const itemId = `'${ITEM_ID.source}'`;
   return `
 DECLARE
   id_column text := TG_ARGV[0];
@@ -86,11 +93,11 @@ BEGIN
   END IF;
   IF TG_OP <> 'INSERT' THEN old_id := to_jsonb(OLD) ->> id_column; END IF;
   IF TG_OP <> 'DELETE' THEN new_id := to_jsonb(NEW) ->> id_column; END IF;
-  IF old_id IS NOT NULL AND old_id IS DISTINCT FROM new_id THEN
+  IF old_id ~ ${itemId} AND old_id IS DISTINCT FROM new_id THEN
     INSERT INTO ${log} (item_id) VALUES (old_id) RETURNING seq, xid INTO change;
     PERFORM pg_notify('${CHANGE_CHANNEL}', change.seq || ':' || change.xid || ':' || old_id);
   END IF;
-  IF new_id IS NOT NULL THEN
+  IF new_id ~ ${itemId} THEN
     INSERT INTO ${log} (item_id) VALUES (new_id) RETURNING seq, xid INTO change;
     PERFORM pg_notify('${CHANGE_CHANNEL}', change.seq || ':' || change.xid || ':' || new_id);
   END IF;

@@ -12,9 +12,11 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseEnv } from "node:util";
+import { EDGE_VARS } from "../src/edge/config/edge-vars.ts";
 import type { EdgeSpec } from "../src/edge/config/parse-edge-config.ts";
 import { readToken } from "../src/origin/config/origin-var-readers.ts";
 import type { ConfigProblem } from "../src/shared/config/config-error.ts";
+import { misspeltName } from "../src/shared/config/near-name.ts";
 import { ExitedBeforeReady, freePort, localUrl, ROOT, type Running, startOrigin, startWranglerDev } from "./lib/local-stack.ts";
 import { Teardown } from "./lib/teardown.ts";
 import { checkedWorkerVars, envFileFlags, envFlag, type FlagSpec, PLAIN_VAR_NAMES, usageText, UsageError, wranglerConfigPath } from "./lib/wrangler-vars.ts";
@@ -172,6 +174,12 @@ export function checkWorkerVars(
   originUrl: string,
   local?: { vars: Record<string, string>; from: string },
 ): EdgeSpec {
+  // The files may hold other tools' names too; one that misspells the worker's would be silently dropped.
+  const workerNames = EDGE_VARS.map((doc) => doc.name);
+  for (const name of Object.keys(local?.vars ?? {})) {
+    const meant = misspeltName(name, workerNames);
+    if (meant !== undefined) throw new Error(`${local!.from}: ${name} is none of the worker's vars or secrets (did you mean ${meant}?); rename it, or remove it if it is another tool's.`);
+  }
   const localVars = Object.fromEntries(Object.entries(local?.vars ?? {}).filter(([name]) => PLAIN_VAR_NAMES.has(name)));
   const from = Object.keys(localVars).length > 0 ? local!.from : undefined;
   // start's ORIGIN_URL goes first on wrangler dev's command line, so a --var ORIGIN_URL wins, here too.

@@ -4,6 +4,7 @@ import { parse } from "smol-toml";
 import { EDGE_VARS, type EdgeVarName, type EdgeVars } from "../../src/edge/config/edge-vars.ts";
 import { parseEdgeConfig, type EdgeSpec } from "../../src/edge/config/parse-edge-config.ts";
 import { ConfigError } from "../../src/shared/config/config-error.ts";
+import { closestName } from "../../src/shared/config/near-name.ts";
 
 /** The plain vars (not the secret: it never lives in wrangler.toml, and the Snippet bakes it only on request). */
 const PLAIN_VARS = EDGE_VARS.filter((doc) => !("secret" in doc && doc.secret));
@@ -44,7 +45,7 @@ export function readWranglerVars(
   for (const name of Object.keys(vars)) {
     if (PLAIN_VAR_NAMES.has(name)) continue;
     const known = [...PLAIN_VAR_NAMES];
-    const near = closest(name, known);
+    const near = closestName(name, known);
     throw new Error(
       EDGE_VARS.some((doc) => doc.name === name)
         ? `${configPath} ${table}: ${name} is a secret, never a var (wrangler would deploy it in plain text); remove it, and use \`wrangler secret put ${name}\` (.dev.vars locally).`
@@ -115,24 +116,6 @@ export function varFlags(argv: readonly string[]): Record<string, string> {
     vars[name] = pair.slice(colon + 1);
   }
   return vars;
-}
-
-/** The known name within a few typos of `name` (case aside), if exactly one is nearest. */
-function closest(name: string, known: readonly string[]): string | undefined {
-  const scored = known.map((candidate) => ({ candidate, distance: editDistance(name.toUpperCase(), candidate) })).sort((a, b) => a.distance - b.distance);
-  const [best, next] = scored;
-  return best !== undefined && best.distance <= 3 && best.distance !== next?.distance ? best.candidate : undefined;
-}
-
-/** Levenshtein distance: insertions, deletions and substitutions. */
-function editDistance(a: string, b: string): number {
-  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const next = [i];
-    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    row = next;
-  }
-  return row[b.length]!;
 }
 
 /** A value flag of wrangler's (`--config PATH`, `-c PATH`, `--config=PATH`) from argv: every value given, in order. */

@@ -171,6 +171,11 @@ describe("the worker's local vars", () => {
     const spec = checkWorkerVars(["--var", "CORS_ALLOW_CREDENTIALS:false"], undefined, origin, local);
     expect(spec.cors.anyOrigin).toBe(true);
     expect(spec.cors.credentials).toBe(false);
+    // ...unless one misspells the worker's: ORIGN_TOKEN would have started the worker with no token.
+    const misspelt = { vars: { ORIGN_TOKEN: "from-dev-vars-0123456789", DATABASE_URL: "x" }, from: ".dev.vars" };
+    expect(() => checkWorkerVars([], undefined, origin, misspelt)).toThrow(
+      ".dev.vars: ORIGN_TOKEN is none of the worker's vars or secrets (did you mean ORIGIN_TOKEN?); rename it, or remove it if it is another tool's.",
+    );
   });
 
   it("a .dev.vars the worker would refuse stops npm start before anything starts, naming the file", async () => {

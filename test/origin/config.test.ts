@@ -187,6 +187,20 @@ describe("origin configuration", () => {
     expect(problems({ ORIGIN_TOKEN: token! })).toEqual([expect.stringMatching(/^ORIGIN_TOKEN: is a placeholder from an example file/)]);
   });
 
+  it("refuses a misspelt variable, naming the one meant; leaves other programs' variables alone", () => {
+    const meant = (name: string, origin: string) => `${name}: is not a variable of the origin (did you mean ${origin}?): rename it, or unset it if it is another program's.`;
+    // ORIGN_TOKEN would have served with no token check.
+    expect(problems({ ORIGN_TOKEN: "abcdefghijklmnopqrstuvwxyz" })).toEqual([meant("ORIGN_TOKEN", "ORIGIN_TOKEN")]);
+    expect(problems({ CACHE_MAX_BYTE: "1GiB", DATABASE_UR: "x.sqlite", METRIC_PORT: "off", origin_token: "t" })).toEqual([
+      meant("CACHE_MAX_BYTE", "CACHE_MAX_BYTES"),
+      meant("DATABASE_UR", "DATABASE_URL"),
+      meant("METRIC_PORT", "METRICS_PORT"),
+      meant("origin_token", "ORIGIN_TOKEN"),
+    ]);
+    // Short names (HOME is two typos from HOST) and names far from every variable are another program's.
+    expect(() => parse({ HOME: "/root", HOSTNAME: "box", PWD: "/srv", LANG: "C.UTF-8", DATABASE_PASSWORD: "x", NODE_OPTIONS: "", ORIGIN_URL: "http://o" })).not.toThrow();
+  });
+
   it("reports every problem at once", () => {
     expect(problems({ PORT: "x", METRICS_PORT: "y", CACHE_TTL_SECONDS: "z" })).toHaveLength(3);
   });

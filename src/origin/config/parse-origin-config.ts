@@ -4,6 +4,7 @@
 
 import { ConfigError, type ConfigProblem } from "../../shared/config/config-error.ts";
 import { readWholeNumber } from "../../shared/config/grammar.ts";
+import { misspeltName } from "../../shared/config/near-name.ts";
 import { rawValue } from "../../shared/config/var-table.ts";
 import { PURGE_PLANS, type PurgePlanName } from "../purge/token-bucket.ts";
 import type { UserTableSpec } from "../store/postgres/prepare.ts";
@@ -83,6 +84,15 @@ export function parseOriginConfig(env: Env, argv: readonly string[] = [], cwd = 
     values[name] = doc.read(rawValue(doc, env), { problems, cwd, present: env[name] !== undefined });
   }
   const v = values as OriginValues;
+
+  // A misspelt variable is no variable: ORIGN_TOKEN would have served without a token check.
+  const names = Object.keys(ORIGIN_VARS);
+  for (const name of Object.keys(env)) {
+    const meant = misspeltName(name, names);
+    if (meant !== undefined) {
+      problems.push({ variable: name, message: `is not a variable of the origin (did you mean ${meant}?): rename it, or unset it if it is another program's.` });
+    }
+  }
 
   let seedItems = v.SEED_SAMPLE_ITEMS;
   for (const arg of argv) {

@@ -9,6 +9,7 @@ import { ConfigError } from "../shared/config/config-error.ts";
 import { ORIGIN_VAR_DOCS } from "./config/origin-vars.ts";
 import { configWarnings, parseOriginConfig, type OriginConfig } from "./config/parse-origin-config.ts";
 import { explainStartFailure } from "./cluster/start-failure.ts";
+import { probeListenAddresses } from "./lifecycle/listen-probe.ts";
 import { quietSqliteWarning } from "./store/quiet-sqlite-warning.ts";
 import { claimSqliteFile, type SqliteClaim } from "./store/sqlite-owner.ts";
 
@@ -34,6 +35,15 @@ try {
 for (const warning of configWarnings(config)) process.stderr.write(`origin: warning: ${warning}\n`);
 
 // Before node:sqlite loads (the claim below, start-origin.ts): keep its ExperimentalWarning out of the output.
+// Before the store is opened or seeded: a HOST that cannot be listened on is a refused configuration.
+try {
+  await probeListenAddresses(config);
+} catch (error) {
+  const failure = explainStartFailure(error, config);
+  process.stderr.write(`${failure.message}\n`);
+  process.exit(failure.exitCode);
+}
+
 quietSqliteWarning();
 // One origin per SQLite file (store/sqlite-owner.ts): this process, the primary when there are several, holds
 // the claim until it exits. Released only then: the reference also keeps the connection that holds the lock

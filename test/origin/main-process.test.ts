@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
@@ -199,11 +199,28 @@ describe("node src/origin/main.ts", () => {
     expect(second.stdout()).toContain("SIGTERM, finishing in-flight requests and closing the database");
   });
 
-  it("names the port when it is taken", async () => {
+  it("names the port when it is taken, before its store is created", async () => {
     const a = run({ DATABASE_URL: join(tempDir(), "a.sqlite"), METRICS_PORT: "off" });
     const { port } = await started(a);
-    const b = run({ DATABASE_URL: join(tempDir(), "b.sqlite"), METRICS_PORT: "off", PORT: String(port) });
+    const dir = tempDir();
+    const b = run({ DATABASE_URL: join(dir, "b.sqlite"), METRICS_PORT: "off", PORT: String(port), SEED_SAMPLE_ITEMS: "5" });
     expect((await b.exited).code).toBe(1);
     expect(b.stderr()).toMatch(/EADDRINUSE.*set PORT/);
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it("refuses a HOST or METRICS_HOST it cannot listen on (exit 2, naming it) before its store is created or seeded", async () => {
+    for (const [env, said] of [
+      [{ HOST: "bogus_host" }, 'HOST: "bogus_host" does not resolve ('],
+      [{ HOST: "192.0.2.1" }, "HOST: 192.0.2.1 is not an address of this machine (EADDRNOTAVAIL)"],
+      [{ METRICS_HOST: "nosuchhost.invalid" }, 'METRICS_HOST: "nosuchhost.invalid" does not resolve'],
+    ] as const) {
+      const dir = tempDir();
+      const p = run({ DATABASE_URL: join(dir, "items.sqlite"), ORIGIN_TOKEN: "a-token-of-at-least-16", SEED_SAMPLE_ITEMS: "5", ...env });
+      expect((await p.exited).code, said).toBe(2);
+      expect(p.stderr()).toContain(said);
+      expect(p.stdout()).toBe("");
+      expect(readdirSync(dir)).toEqual([]);
+    }
   });
 });

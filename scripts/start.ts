@@ -203,8 +203,17 @@ export function describeStartFailure(failure: ExitedBeforeReady, plan: Pick<Star
       return `the origin did not start: port ${n} is taken: ${fix}`;
     }
   }
-  const lines = output.split("\n").map((line) => line.trim()).filter((line) => line !== "" && !/^🪵|Logs were written to/.test(line));
-  const said = lines.find((line) => /\[ERROR\]/.test(line))?.replace(/^✘\s*\[ERROR\]\s*/, "") ?? lines.at(-1);
+  // Not wrangler's log path, nor the origin's closing hint (its --help is not start's).
+  const lines = output
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((line) => line !== "" && !/^🪵|Logs were written to|^\(run with --help/.test(line));
+  // A refused configuration: every problem it lists, not only the last.
+  const refusal = lines.findIndex((line) => line.endsWith("refuses this configuration:"));
+  const said =
+    refusal !== -1
+      ? lines.slice(refusal + 1).join("; ")
+      : (lines.find((line) => /\[ERROR\]/.test(line))?.replace(/^✘\s*\[ERROR\]\s*/, "") ?? lines.at(-1));
   const what = failure.processName === "worker" ? "the worker (wrangler dev)" : "the origin";
   return `${what} exited (${failure.exitCode ?? "not started"}) before it was ready${said ? `: ${said}` : ""}`;
 }

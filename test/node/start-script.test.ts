@@ -100,8 +100,13 @@ describe("describeStartFailure", () => {
   it("otherwise quotes the line that says why: wrangler's error, not its usage dump or its log path", () => {
     const failure = new ExitedBeforeReady("worker", 1, wranglerError("Unknown argument: bogus"));
     expect(describeStartFailure(failure, plan)).toBe("the worker (wrangler dev) exited (1) before it was ready: Unknown argument: bogus");
-    const refused = new ExitedBeforeReady("origin", 2, "origin: refusing to start:\n  CACHE_MAX_BYTES: \"x\" is not a size\n");
-    expect(describeStartFailure(refused, plan)).toBe('the origin exited (2) before it was ready: CACHE_MAX_BYTES: "x" is not a size');
+    // The origin's refusal as it prints it: every problem, not its closing --help hint (which is not start's).
+    const refused = new ExitedBeforeReady(
+      "origin",
+      2,
+      'origin: slim-edge refuses this configuration:\n  CACHE_MAX_BYTES: "10MB" is not a size\n  PORT: "x" is not a port\n(run with --help for every variable and its default)\n',
+    );
+    expect(describeStartFailure(refused, plan)).toBe('the origin exited (2) before it was ready: CACHE_MAX_BYTES: "10MB" is not a size; PORT: "x" is not a port');
   });
 });
 

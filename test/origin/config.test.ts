@@ -268,7 +268,10 @@ describe("origin configuration", () => {
     expect(problems({ CLOUDFLARE_PURGE_REPEAT_MS: "6s" })[0]).toMatch(/^CLOUDFLARE_PURGE_REPEAT_MS: "6s" is not a whole number of milliseconds/);
     expect(problems({ CLOUDFLARE_PURGE_REPEAT_MS: "200000" })[0]).toBe('CLOUDFLARE_PURGE_REPEAT_MS: "200000" is not a whole number of milliseconds from 0 to 120000; write e.g. "6000".');
     expect(problems({ CLOUDFLARE_ZONE_ID: zone })).toEqual(["CLOUDFLARE_API_TOKEN: is needed too: purge on change takes both CLOUDFLARE_ZONE_ID and CLOUDFLARE_API_TOKEN (or neither, for no purging)."]);
-    expect(problems({ CLOUDFLARE_ZONE_ID: "example.com", CLOUDFLARE_API_TOKEN: "t" })[0]).toMatch(/^CLOUDFLARE_ZONE_ID: "example.com" is not a zone id/);
+    // A malformed zone id is that problem alone, not also a missing one.
+    const malformed = problems({ CLOUDFLARE_ZONE_ID: "example.com", CLOUDFLARE_API_TOKEN: "t" });
+    expect(malformed).toHaveLength(1);
+    expect(malformed[0]).toMatch(/^CLOUDFLARE_ZONE_ID: "example.com" is not a zone id/);
     expect(problems({ CLOUDFLARE_PURGE_PLAN: "gold" })[0]).toBe('CLOUDFLARE_PURGE_PLAN: "gold" is not one of "free", "pro", "business", "enterprise".');
     expect(problems({ CLOUDFLARE_API_BASE: "ftp://x" })[0]).toMatch(/^CLOUDFLARE_API_BASE: "ftp:\/\/x" is not an http\(s\) URL/);
     expect(parse({}).purge).toBeUndefined();

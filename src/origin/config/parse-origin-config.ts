@@ -136,8 +136,9 @@ export function parseOriginConfig(env: Env, argv: readonly string[] = [], cwd = 
   if (postgres && v.FEED_POLL_MS >= v.FEED_STALE_BOUND_MS) {
     problems.push({ variable: "FEED_POLL_MS", message: `${v.FEED_POLL_MS} must be below FEED_STALE_BOUND_MS (${v.FEED_STALE_BOUND_MS}): a healthy feed polls well within the bound.` });
   }
-  if ((v.CLOUDFLARE_ZONE_ID === undefined) !== (v.CLOUDFLARE_API_TOKEN === undefined)) {
-    const missing = v.CLOUDFLARE_ZONE_ID === undefined ? "CLOUDFLARE_ZONE_ID" : "CLOUDFLARE_API_TOKEN";
+  // By what was written: a malformed value is refused as such, not also as missing.
+  if (given("CLOUDFLARE_ZONE_ID") !== given("CLOUDFLARE_API_TOKEN")) {
+    const missing = given("CLOUDFLARE_ZONE_ID") ? "CLOUDFLARE_API_TOKEN" : "CLOUDFLARE_ZONE_ID";
     problems.push({ variable: missing, message: `is needed too: purge on change takes both CLOUDFLARE_ZONE_ID and CLOUDFLARE_API_TOKEN (or neither, for no purging).` });
   }
   const room = memory.bytes - PROCESS_HEADROOM;

@@ -246,6 +246,28 @@ describe("origin configuration", () => {
     expect(problems({ CACHE_MAX_BYTES: "4KiB" })[0]).toMatch(/^CACHE_MAX_BYTES: "4KiB" is out of range; set between 64 KiB and 1 TiB/);
   });
 
+  it("refuses an ID_FILTER_CAPACITY whose filter, beside the cache, the machine cannot hold, saying how many ids fit", () => {
+    const fourGiB = { bytes: 4 * 2 ** 30, source: "the cgroup's memory.max" };
+    const refusal = (env: Record<string, string>) => {
+      try {
+        parseOriginConfig(env, [], CWD, fourGiB);
+      } catch (error) {
+        return (error as ConfigError).problems.map((p) => `${p.variable}: ${p.message}`);
+      }
+      return [];
+    };
+    // About 1.27 bytes per id: 10 billion ids are 11.8 GiB.
+    const [tooMany] = refusal({ ID_FILTER_CAPACITY: "10000000000", CACHE_MAX_BYTES: "1GiB" });
+    expect(tooMany).toMatch(/^ID_FILTER_CAPACITY: 10000000000 ids need a 11\.8 GiB membership filter, which with the 1 GiB cache \(CACHE_MAX_BYTES\) is more than this machine can hold \(4 GiB, .*\): set at most \d+, or auto\.$/);
+    const fit = Number(/set at most (\d+)/.exec(tooMany!)![1]);
+    expect(fit).toBeGreaterThan(2_000_000_000);
+    expect(refusal({ ID_FILTER_CAPACITY: String(fit), CACHE_MAX_BYTES: "1GiB" })).toEqual([]);
+    // Each process has its own.
+    expect(refusal({ ID_FILTER_CAPACITY: "1000000000", ORIGIN_PROCESSES: "4" })).toEqual([
+      expect.stringMatching(/^ORIGIN_PROCESSES: 4 processes with a 64 MiB cache each \(CACHE_MAX_BYTES\), a 1\.2 GiB membership filter each \(ID_FILTER_CAPACITY\) .*run at most 2, or lower CACHE_MAX_BYTES or ID_FILTER_CAPACITY\.$/),
+    ]);
+  });
+
   it("reads purge on change: both the zone and the token, the plan's rate unless overridden", () => {
     const zone = "0123456789abcdef0123456789abcdef";
     expect(parse({ CLOUDFLARE_ZONE_ID: zone, CLOUDFLARE_API_TOKEN: "t0k" }).purge).toEqual({

@@ -35,7 +35,7 @@ export const ORIGIN_VARS = {
       name: "ID_FILTER_CAPACITY",
       default: "auto",
       meaning:
-        "Ids the membership filter is sized for (1% false positives, about 1.3 bytes per id by `node bench/filter.ts`, outside CACHE_MAX_BYTES): a miss for an id it rules out is answered 404 without reading the store. `auto`: twice the ids at start, at least 1,000,000; it is rebuilt larger when full. `0` turns it off.",
+        "Ids the membership filter is sized for (1% false positives, about 1.3 bytes per id by `node bench/filter.ts`, outside CACHE_MAX_BYTES): a miss for an id it rules out is answered 404 without reading the store. `auto`: twice the ids at start, at least 1,000,000; it is rebuilt larger when full. `0` turns it off. A number whose filter the machine cannot hold beside the cache is refused at start.",
     },
     (raw, c) => (raw.trim() === "auto" ? "auto" : readWholeNumber("ID_FILTER_CAPACITY", raw, { min: 0, max: 10_000_000_000, unit: "ids", example: "auto" }, c.problems)),
   ),

@@ -9,6 +9,7 @@ import { rawValue } from "../../shared/config/var-table.ts";
 import { PURGE_PLANS, type PurgePlanName } from "../purge/token-bucket.ts";
 import type { UserTableSpec } from "../store/postgres/prepare.ts";
 import { formatBytes } from "../../shared/config/grammar.ts";
+import { membershipFilterBytes } from "../filter/membership-filter.ts";
 import { DEFAULT_PURGE_REPEAT_MS } from "../../shared/edge-fill-deadline.ts";
 import type { DatabaseSpec } from "./database-url.ts";
 import { machineMemory, type MachineMemory } from "./machine-memory.ts";
@@ -142,17 +143,26 @@ export function parseOriginConfig(env: Env, argv: readonly string[] = [], cwd = 
     problems.push({ variable: missing, message: `is needed too: purge on change takes both CLOUDFLARE_ZONE_ID and CLOUDFLARE_API_TOKEN (or neither, for no purging).` });
   }
   const room = memory.bytes - PROCESS_HEADROOM;
+  // A capacity given as a number is allocated at start, beside the cache (auto follows the store: unknown here).
+  const filterBytes = typeof v.ID_FILTER_CAPACITY === "number" ? membershipFilterBytes(v.ID_FILTER_CAPACITY) : 0;
+  if (v.CACHE_MAX_BYTES <= room && v.CACHE_MAX_BYTES + filterBytes > room) {
+    const perId = filterBytes / (v.ID_FILTER_CAPACITY as number);
+    problems.push({
+      variable: "ID_FILTER_CAPACITY",
+      message: `${v.ID_FILTER_CAPACITY} ids need a ${formatBytes(filterBytes)} membership filter, which with the ${formatBytes(v.CACHE_MAX_BYTES)} cache (CACHE_MAX_BYTES) is more than this machine can hold (${formatBytes(memory.bytes)}, ${memory.source}, less ${formatBytes(PROCESS_HEADROOM)} for the process itself): set at most ${Math.max(0, Math.floor((room - v.CACHE_MAX_BYTES) / perId))}, or auto.`,
+    });
+  }
   if (v.CACHE_MAX_BYTES > room) {
     problems.push({
       variable: "CACHE_MAX_BYTES",
       message: `${formatBytes(v.CACHE_MAX_BYTES)} is more than this machine can hold (${formatBytes(memory.bytes)}, ${memory.source}, less ${formatBytes(PROCESS_HEADROOM)} for the process itself): set at most ${Math.max(0, Math.floor(room / 2 ** 20))}MiB.`,
     });
-  } else if (v.ORIGIN_PROCESSES * (v.CACHE_MAX_BYTES + PROCESS_HEADROOM) > memory.bytes) {
-    // Each process has a cache of its own.
-    const fits = Math.floor(memory.bytes / (v.CACHE_MAX_BYTES + PROCESS_HEADROOM));
+  } else if (v.CACHE_MAX_BYTES + filterBytes <= room && v.ORIGIN_PROCESSES * (v.CACHE_MAX_BYTES + filterBytes + PROCESS_HEADROOM) > memory.bytes) {
+    // Each process has a cache (and a filter) of its own.
+    const fits = Math.floor(memory.bytes / (v.CACHE_MAX_BYTES + filterBytes + PROCESS_HEADROOM));
     problems.push({
       variable: "ORIGIN_PROCESSES",
-      message: `${v.ORIGIN_PROCESSES} processes with a ${formatBytes(v.CACHE_MAX_BYTES)} cache each (CACHE_MAX_BYTES) and ${formatBytes(PROCESS_HEADROOM)} for each process itself need more than this machine can hold (${formatBytes(memory.bytes)}, ${memory.source}): run at most ${fits}, or lower CACHE_MAX_BYTES.`,
+      message: `${v.ORIGIN_PROCESSES} processes with a ${formatBytes(v.CACHE_MAX_BYTES)} cache each (CACHE_MAX_BYTES)${filterBytes > 0 ? `, a ${formatBytes(filterBytes)} membership filter each (ID_FILTER_CAPACITY)` : ""} and ${formatBytes(PROCESS_HEADROOM)} for each process itself need more than this machine can hold (${formatBytes(memory.bytes)}, ${memory.source}): run at most ${fits}, or lower CACHE_MAX_BYTES${filterBytes > 0 ? " or ID_FILTER_CAPACITY" : ""}.`,
     });
   }
   if (problems.length > 0) throw new ConfigError(problems);

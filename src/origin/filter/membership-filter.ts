@@ -30,6 +30,9 @@ import { idHashes } from "./id-hashes.ts";
  * the table is full, and it cannot grow without the ids; a Bloom filter past capacity only answers
  * "maybe" more often).
  */
+/** The origin's false-positive rate at the filter's capacity: at most 1 unknown id in 100 reaches the store. */
+export const FALSE_POSITIVE_RATE = 0.01;
+
 export class MembershipFilter {
   readonly capacity: number;
   readonly #words: Int32Array;
@@ -38,7 +41,7 @@ export class MembershipFilter {
   readonly #hash = new Int32Array(2);
   #count = 0;
 
-  constructor(capacity: number, falsePositiveRate = 0.01) {
+  constructor(capacity: number, falsePositiveRate = FALSE_POSITIVE_RATE) {
     if (!Number.isSafeInteger(capacity) || capacity < 1) {
       throw new RangeError(`MembershipFilter: capacity must be a positive integer (the ids expected), got ${capacity}`);
     }
@@ -103,6 +106,11 @@ export class MembershipFilter {
 /** The blocks and bits per id a filter for `capacity` ids at `falsePositiveRate` gets. */
 export function membershipFilterSize(capacity: number, falsePositiveRate: number): BlockedBloomSize {
   return sizeBlockedBloom(capacity, SIZING_MARGIN * falsePositiveRate);
+}
+
+/** The bytes of a filter for `capacity` ids at the origin's rate (what it allocates, outside the cache). */
+export function membershipFilterBytes(capacity: number): number {
+  return capacity === 0 ? 0 : membershipFilterSize(capacity, FALSE_POSITIVE_RATE).blocks * (BLOCK_BITS / 8);
 }
 
 const WORDS_PER_BLOCK = BLOCK_BITS / 32;

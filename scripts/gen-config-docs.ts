@@ -24,8 +24,9 @@ export function render(): string {
 # Configuration reference
 
 One grammar everywhere: booleans are \`true\`/\`false\`, lists are comma-separated (no empty items, no
-duplicates), sizes take \`KiB\`/\`MiB\`/\`GiB\`, and an empty value means the default. Every problem is
-reported at once, each naming its variable and the fix; nothing is "fixed" silently.
+duplicates), sizes are bytes, optionally with a binary unit (\`B\`, \`KiB\`, \`MiB\`, \`GiB\`,
+\`TiB\`, in any case, a space allowed: \`64 MiB\`; \`MB\` is refused, being ambiguous), and an empty value
+means the default. Every problem is reported at once, each naming its variable and the fix; nothing is "fixed" silently.
 
 ## Worker (\`[vars]\` in wrangler.toml)
 

@@ -1,6 +1,6 @@
 // One grammar for every variable of every deployable (worker vars, Snippet build, origin environment), so a
 // value means the same thing wherever it is written: booleans are `true`/`false`, lists are comma-separated,
-// sizes take KiB/MiB/GiB, and an empty value means "the default". Each reader appends a problem (naming the
+// sizes are bytes with an optional binary unit (B, KiB, MiB, GiB, TiB; any case), and an empty value means "the default". Each reader appends a problem (naming the
 // variable and the fix) instead of throwing, so one run reports every mistake.
 
 import type { ConfigProblem } from "./config-error.ts";
@@ -85,7 +85,7 @@ export function readBytes(variable: string, raw: string, rule: { min: number; ma
   }
   problems.push({
     variable,
-    message: `"${raw}" is not a size; write a whole number of bytes, optionally with KiB, MiB or GiB (e.g. "${rule.example}").`,
+    message: `"${raw}" is not a size; write a whole number of bytes, optionally with B, KiB, MiB, GiB or TiB (e.g. "${rule.example}").`,
   });
   return rule.min;
 }

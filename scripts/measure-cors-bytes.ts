@@ -4,10 +4,18 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { BenchCli } from "../bench/lib/cli.ts";
 import { BUDGET_CASES, BUDGET_VARS, corsWireBytes } from "./lib/cors-budget-cases.ts";
 import { startOrigin, startWranglerDev } from "./lib/local-stack.ts";
 import { rawRequest } from "./lib/raw-http.ts";
 import { Teardown } from "./lib/teardown.ts";
+
+// No flags: --help prints what it does, anything else is refused before anything starts.
+new BenchCli(
+  "npm run measure:cors",
+  "usage: npm run measure:cors\n  Starts the origin and the worker under wrangler dev with the budget's allow-list, sends each budget case as\n  raw HTTP/1.1 and prints the CORS header bytes received beside the budget (exit 1 if a case is over it).",
+  {},
+);
 
 // Ctrl-C (or any early end) stops both pieces and removes the data: they run in process groups of their own.
 const teardown = new Teardown();

@@ -11,6 +11,7 @@
 // with --ip-address-space-overrides) is blocked before CORS whatever the worker answers: Chromium ≥ 142
 // replaced PNA preflights with Local Network Access, which refuses a non-secure public page outright
 // ("InsecureLocalNetwork") and asks the user for a secure one. The last check records that, as information.
+import { BenchCli } from "../../bench/lib/cli.ts";
 import { chromiumPath, launchChromium, watchNetwork } from "./support/chromium.ts";
 import { runBrowserCases } from "./cases.ts";
 import { Runner } from "./support/runner.ts";
@@ -21,6 +22,13 @@ const started = performance.now();
 let stack: Stack | undefined;
 const runners: Runner[] = [];
 let fatal: unknown;
+
+// No flags: --help prints what it runs, anything else is refused before anything starts.
+new BenchCli(
+  "npm run test:browser",
+  "usage: npm run test:browser\n  Starts the local stack and runs the CORS cases in Debian's Chromium (CHROMIUM_PATH to use another), then the\n  raw-wire cases; prints one line per check and exits 1 on any failure.",
+  {},
+);
 
 // Before the stack, so a machine without Chromium learns the fix at once, not after the stack has started.
 try {

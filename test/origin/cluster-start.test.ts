@@ -1,7 +1,7 @@
 // How ORIGIN_PROCESSES>1 starts and gives up, as real processes: a refused configuration is refused once by
 // the primary (exit 2, nothing forked), a worker that cannot start ends the start once (no restart loop),
 // and workers that keep failing to start after a death make the primary give up (exit 1).
-import { renameSync, writeFileSync } from "node:fs";
+import { readdirSync, renameSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -24,16 +24,28 @@ describe("ORIGIN_PROCESSES>1: start and give up", () => {
     expect(p.stdout()).toBe("");
   });
 
-  it("a worker that cannot start ends the start once, with its reason: exit 1, no restart", TIMEOUT, async () => {
+  it("a port taken is found before forking: exit 1 once, naming PORT, no worker started", TIMEOUT, async () => {
     const holder = createServer();
     await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
     registerCleanup(() => new Promise<void>((resolve) => holder.close(() => resolve())));
     const taken = (holder.address() as { port: number }).port;
-    const p = spawnOrigin({ ORIGIN_PROCESSES: "3", PORT: String(taken), DATABASE_URL: join(tempDir(), "items.sqlite") });
+    const dir = tempDir();
+    const p = spawnOrigin({ ORIGIN_PROCESSES: "3", PORT: String(taken), DATABASE_URL: join(dir, "items.sqlite") });
     registerCleanup(() => p.kill());
     expect(await p.exited).toEqual({ code: 1, signal: null });
     expect(occurrences(p.stderr(), /EADDRINUSE.*set PORT/)).toBe(1);
-    expect(occurrences(p.stderr(), /worker 1 of 3 stopped \(exit code 1\) before it was ready; not retrying/)).toBe(1);
+    expect(p.stderr()).not.toContain("[worker");
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it("a worker that cannot start ends the start once, with its reason and its exit code, no restart", TIMEOUT, async () => {
+    const database = join(tempDir(), "items.sqlite");
+    writeFileSync(database, "not a database, not a database, not a database, not a database, not a database\n");
+    const p = spawnOrigin({ ORIGIN_PROCESSES: "3", DATABASE_URL: database });
+    registerCleanup(() => p.kill());
+    expect(await p.exited).toEqual({ code: 2, signal: null });
+    expect(occurrences(p.stderr(), /is not a usable SQLite database/)).toBe(1);
+    expect(occurrences(p.stderr(), /worker 1 of 3 stopped \(exit code 2\) before it was ready; not retrying/)).toBe(1);
     expect(p.stderr()).not.toContain("[worker 2]"); // the others were never started
     expect(p.stdout()).not.toContain("listening on");
   });
@@ -63,7 +75,7 @@ describe("ORIGIN_PROCESSES>1: start and give up", () => {
     process.kill(pid, "SIGKILL");
     expect(await p.exited).toEqual({ code: 1, signal: null });
     expect(occurrences(p.stderr(), /worker 2 \(pid \d+\) failed to start/)).toBe(4);
-    expect(occurrences(p.stderr(), /worker 2 failed to start 5 times in a row \(last: exit code 1\); giving up: stopping every worker/)).toBe(1);
+    expect(occurrences(p.stderr(), /worker 2 failed to start 5 times in a row \(last: exit code 2\); giving up: stopping every worker/)).toBe(1);
     expect(p.stderr()).toContain("[worker 1] origin: SIGTERM, finishing in-flight requests");
   });
 });

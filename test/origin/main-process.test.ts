@@ -161,6 +161,12 @@ describe("node src/origin/main.ts", () => {
     expect(explainStartFailure(denied("listen"), config)).toEqual({ message: expect.stringMatching(/^origin: cannot listen: .*Check HOST \/ PORT/), exitCode: 1 });
   });
 
+  it("refuses a DATABASE_URL whose directory cannot be made (under /proc, where node's recursive mkdir spun for ever)", async () => {
+    const p = run({ DATABASE_URL: "/proc/no-such-process/items.sqlite" });
+    expect((await p.exited).code).toBe(2);
+    expect(p.stderr()).toContain("origin: DATABASE_URL: cannot create /proc/no-such-process/items.sqlite (ENOENT");
+  });
+
   it("stops cleanly on a SIGTERM sent the moment the startup line arrives", async () => {
     // A supervisor may stop what it just saw start: the line must come after the signal handlers.
     for (let i = 0; i < 6; i++) {

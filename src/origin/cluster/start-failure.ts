@@ -48,6 +48,9 @@ export function explainStartFailure(error: unknown, config: OriginConfig): Start
 function sqliteFileProblem(error: unknown, path: string): string | undefined {
   const e = error as { code?: string; message?: string };
   const message = e.message ?? String(error);
+  if (e.code === "ENOENT") {
+    return `cannot create ${path} (${message}): its directory cannot be made there; point DATABASE_URL at a file in a directory this user may create or write.`;
+  }
   if (e.code === "EACCES" || e.code === "EPERM" || e.code === "EROFS" || e.code === "ENOTDIR") {
     return `cannot create ${path} (${message}): make its directory writable by this user, or point DATABASE_URL at a file in one that is.`;
   }

@@ -11,10 +11,11 @@
 // node:sqlite is loaded when a claim is made, not with this module: main.ts imports the errors below (through
 // start-failure.ts) before it has quieted node:sqlite's ExperimentalWarning.
 
-import { existsSync, mkdirSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { existsSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import type { DatabaseSync } from "node:sqlite";
 import { isBusy, sqliteResultCode } from "./sqlite-busy.ts";
+import { makeDirectories } from "./make-directories.ts";
 
 /** The file whose lock says which origin serves `path`. */
 function ownerFileOf(path: string): string {
@@ -59,7 +60,7 @@ export interface SqliteClaim {
  */
 export async function claimSqliteFile(path: string): Promise<SqliteClaim> {
   if (existsSync(path) && !statSync(path).isFile()) return { release() {} };
-  mkdirSync(dirname(path), { recursive: true });
+  makeDirectories(dirname(path));
   // The file as SQLite opens it: through a symbolic link (to it or to its directory), the same database.
   const owner = ownerFileOf(existsSync(path) ? realpathSync(path) : join(realpathSync(dirname(path)), basename(path)));
   const { DatabaseSync } = await import("node:sqlite");

@@ -1,4 +1,3 @@
-import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { Worker } from "node:worker_threads";
@@ -7,6 +6,7 @@ import { PreconditionFailedError, StoreUnavailableError, type DeleteResult, type
 import { isBusy } from "./sqlite-busy.ts";
 // Types only: importing the writer's module here would run its thread loop in any worker thread that opens a store.
 import type { REFUSED, WriteReply, WriteRequest, WriterData, WriterMessage } from "./sqlite-writer.ts";
+import { makeDirectories } from "./make-directories.ts";
 
 const refused: typeof REFUSED = "refused";
 
@@ -114,7 +114,7 @@ export class SqliteItemStore implements ItemStore {
     this.#busyTimeoutMs = options.busyTimeoutMs ?? BUSY_TIMEOUT_MS;
     if (!Number.isSafeInteger(this.#busyTimeoutMs) || this.#busyTimeoutMs < 0) throw new RangeError(`bad busy timeout ${this.#busyTimeoutMs}`);
     this.#log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-    mkdirSync(dirname(path), { recursive: true });
+    makeDirectories(dirname(path));
     this.#db = new DatabaseSync(path);
     try {
       this.#db.exec(`PRAGMA busy_timeout = ${this.#busyTimeoutMs}`);

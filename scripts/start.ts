@@ -15,15 +15,15 @@ import { parseEnv } from "node:util";
 import { EDGE_VARS } from "../src/edge/config/edge-vars.ts";
 import type { EdgeSpec } from "../src/edge/config/parse-edge-config.ts";
 import { readToken } from "../src/origin/config/origin-var-readers.ts";
+import { ORIGIN_VARS, type OriginVar } from "../src/origin/config/origin-vars.ts";
 import type { ConfigProblem } from "../src/shared/config/config-error.ts";
 import { misspeltName } from "../src/shared/config/near-name.ts";
+import { rawValue } from "../src/shared/config/var-table.ts";
 import { ExitedBeforeReady, freePort, localUrl, ROOT, type Running, startOrigin, startWranglerDev } from "./lib/local-stack.ts";
 import { Teardown } from "./lib/teardown.ts";
 import { checkedWorkerVars, envFileFlags, envFlag, type FlagSpec, PLAIN_VAR_NAMES, usageText, UsageError, wranglerConfigPath } from "./lib/wrangler-vars.ts";
 
 const DEFAULT_WORKER_PORT = 8787;
-const DEFAULT_ORIGIN_PORT = 8788;
-const DEFAULT_METRICS_PORT = 8789;
 
 const FLAGS: FlagSpec[] = [
   { flag: "--port", value: "N", doc: `the worker's port (default ${DEFAULT_WORKER_PORT}; 0: a free one)` },
@@ -33,7 +33,7 @@ const FLAGS: FlagSpec[] = [
 ];
 const USAGE = `${usageText("npm start", FLAGS)}
 Any other argument goes to wrangler dev. The origin's ports come from the environment:
-  PORT=N npm start (default ${DEFAULT_ORIGIN_PORT}), METRICS_PORT=N|off npm start (default ${DEFAULT_METRICS_PORT}; off: /metrics on PORT)`;
+  PORT=N npm start (default ${ORIGIN_VARS.PORT.default}), METRICS_PORT=N|off npm start (default ${ORIGIN_VARS.METRICS_PORT.default}; off: /metrics on PORT)`;
 
 export interface StartPlan {
   help: boolean;
@@ -49,6 +49,15 @@ export interface StartPlan {
   envFiles: string[];
   /** What goes to wrangler dev after start's own arguments: everything but --port and --ip. */
   wranglerArgs: string[];
+}
+
+/** The origin's PORT and METRICS_PORT, read by the origin's own readers (its grammar and defaults). */
+function originPorts(env: Readonly<Record<string, string | undefined>>): { originPort: number; metricsPort: number | undefined } {
+  const problems: ConfigProblem[] = [];
+  const read = <T>(doc: OriginVar<T>) => doc.read(rawValue(doc, env), { problems, cwd: ROOT, present: env[doc.name] !== undefined });
+  const ports = { originPort: read(ORIGIN_VARS.PORT), metricsPort: read(ORIGIN_VARS.METRICS_PORT) };
+  if (problems.length > 0) throw new UsageError(problems.map((p) => `${p.variable}: ${p.message}`).join("; "));
+  return ports;
 }
 
 function port(what: string, raw: string): number {
@@ -67,13 +76,7 @@ export function planStart(argv: readonly string[], env: Readonly<Record<string, 
     help: false,
     workerPort: DEFAULT_WORKER_PORT,
     workerIp: "127.0.0.1",
-    originPort: env.PORT === undefined || env.PORT === "" ? DEFAULT_ORIGIN_PORT : port("PORT", env.PORT),
-    metricsPort:
-      env.METRICS_PORT === undefined || env.METRICS_PORT === ""
-        ? DEFAULT_METRICS_PORT
-        : env.METRICS_PORT === "off"
-          ? undefined
-          : port("METRICS_PORT (or off)", env.METRICS_PORT),
+    ...originPorts(env),
     envName: envFlag(argv, env),
     envFiles: envFileFlags(argv),
     wranglerArgs: [],

@@ -78,7 +78,10 @@ describe("planStart", () => {
     expect(() => planStart(["--ip="], {})).toThrow("--ip needs a value");
     expect(() => planStart(["--port", "80a"], {})).toThrow('--port must be a port number from 0 to 65535, got "80a"');
     expect(() => planStart(["--port=70000"], {})).toThrow("--port must be a port number");
-    expect(() => planStart([], { PORT: "x" })).toThrow('PORT must be a port number from 0 to 65535, got "x"');
+    // The origin's own readers: its messages, its grammar (spaces around a value, empty for the default).
+    expect(() => planStart([], { PORT: "x" })).toThrow('PORT: "x" is not a port; write a whole number from 0 to 65535.');
+    expect(() => planStart([], { METRICS_PORT: "OFF" })).toThrow(/^METRICS_PORT: "OFF"/);
+    expect(planStart([], { PORT: " 18790 ", METRICS_PORT: "  " })).toMatchObject({ originPort: 18790, metricsPort: 8789 });
   });
 });
 

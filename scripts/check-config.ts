@@ -8,7 +8,7 @@
 import { checkedWorkerVars, envFlag, type FlagSpec, scriptArgsOrExit } from "./lib/wrangler-vars.ts";
 
 const FLAGS: FlagSpec[] = [
-  { flag: "--env", short: "-e", value: "NAME", doc: "check [env.NAME.vars] instead of [vars] (default: CLOUDFLARE_ENV, as wrangler)" },
+  { flag: "--env", short: "-e", value: "NAME", mayBeEmpty: true, doc: 'check [env.NAME.vars] instead of [vars] (default: CLOUDFLARE_ENV, as wrangler; --env="": [vars])' },
   { flag: "--var", value: "NAME:VALUE", doc: "a var on top, as wrangler deploy --var passes it (repeatable)" },
   { flag: "--config", short: "-c", value: "PATH", doc: "the wrangler configuration to read (default wrangler.toml), as wrangler's --config" },
   { flag: "--cwd", value: "DIR", doc: "read it from DIR, as wrangler's --cwd" },

@@ -29,7 +29,7 @@ const FLAGS: FlagSpec[] = [
   { flag: "--port", value: "N", doc: `the worker's port (default ${DEFAULT_WORKER_PORT}; 0: a free one)` },
   { flag: "--ip", value: "ADDRESS", doc: "the worker's address (default 127.0.0.1)" },
   { flag: "--var", value: "NAME:VALUE", doc: "override one of the worker's vars, validated as npm run check does (repeatable)" },
-  { flag: "--env", short: "-e", value: "NAME", doc: "the worker's vars from wrangler.toml [env.NAME.vars] (default: CLOUDFLARE_ENV, as wrangler)" },
+  { flag: "--env", short: "-e", value: "NAME", mayBeEmpty: true, doc: 'the worker\'s vars from wrangler.toml [env.NAME.vars] (default: CLOUDFLARE_ENV, as wrangler; --env="": [vars])' },
 ];
 const USAGE = `${usageText("npm start", FLAGS)}
 Any other argument goes to wrangler dev. The origin's ports come from the environment:
@@ -94,7 +94,6 @@ export function planStart(argv: readonly string[], env: Readonly<Record<string, 
     if (own === "--port") plan.workerPort = port("--port", value);
     else plan.workerIp = value;
   }
-  if (plan.envName === "") throw new UsageError("--env needs a value: --env NAME");
   return plan;
 }
 

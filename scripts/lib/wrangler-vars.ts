@@ -174,7 +174,10 @@ export function varArguments(argv: readonly string[]): string[] {
  * CLOUDFLARE_ENV, which wrangler reads when no --env is given (wrangler deploy and dev alike).
  */
 export function envFlag(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = process.env): string | undefined {
-  return wranglerFlag(argv, "--env", "-e") ?? (env.CLOUDFLARE_ENV || undefined);
+  const flag = wranglerFlag(argv, "--env", "-e");
+  // --env="" is wrangler's way to the top-level [vars] while CLOUDFLARE_ENV is set.
+  if (flag !== undefined) return flag === "" ? undefined : flag;
+  return env.CLOUDFLARE_ENV || undefined;
 }
 
 /** One flag a script takes. Its usage line is built from the same entry, so the help and the parser agree. */
@@ -184,6 +187,8 @@ export interface FlagSpec {
   short?: `-${string}`;
   /** The value's placeholder, e.g. "PATH"; absent for a switch. */
   value?: string;
+  /** An empty value (`--env=""`) means something, and is no missing value. */
+  mayBeEmpty?: true;
   doc: string;
 }
 
@@ -227,7 +232,7 @@ export function parseScriptArgs(argv: readonly string[], flags: readonly FlagSpe
       continue;
     }
     const value = eq !== -1 ? arg.slice(eq + 1) : argv[i + 1]?.startsWith("-") ? undefined : argv[++i];
-    if (value === undefined || value === "") throw new UsageError(`${spec.flag} needs a value: ${spec.flag} ${spec.value}`);
+    if (value === undefined || (value === "" && spec.mayBeEmpty !== true)) throw new UsageError(`${spec.flag} needs a value: ${spec.flag} ${spec.value}`);
     parsed.values.set(spec.flag, value);
   }
   return parsed;

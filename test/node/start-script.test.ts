@@ -52,6 +52,7 @@ describe("planStart", () => {
   it("picks the environment as wrangler dev does (--env, else CLOUDFLARE_ENV) and the --env-file files it reads", () => {
     expect(planStart([], { CLOUDFLARE_ENV: "staging" }).envName).toBe("staging");
     expect(planStart(["--env", "production"], { CLOUDFLARE_ENV: "staging" }).envName).toBe("production");
+    expect(planStart(["--env="], { CLOUDFLARE_ENV: "staging" }).envName).toBeUndefined(); // wrangler's top-level [vars]
     const plan = planStart(["--env-file", "a.env", "--env-file=b.env"], {});
     expect([plan.envFiles, plan.wranglerArgs]).toEqual([["a.env", "b.env"], ["--env-file", "a.env", "--env-file=b.env"]]);
   });

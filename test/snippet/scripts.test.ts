@@ -446,6 +446,10 @@ describe("npm run check", () => {
   it("checks the environment wrangler would deploy: --env, else CLOUDFLARE_ENV", () => {
     expect(run("scripts/check-config.ts", [], { CLOUDFLARE_ENV: "staging" }).stdout).toContain("wrangler.toml [env.staging]: configuration OK");
     expect(run("scripts/check-config.ts", ["--env", "nowhere"], { CLOUDFLARE_ENV: "staging" }).stderr).toContain("wrangler.toml has no [env.nowhere]");
+    // --env="" is wrangler's way back to the top-level [vars] while CLOUDFLARE_ENV is set.
+    for (const args of [["--env="], ["--env", ""]]) {
+      expect(run("scripts/check-config.ts", args, { CLOUDFLARE_ENV: "staging" }).stdout, args.join(" ")).toMatch(/^wrangler\.toml \[vars\]: configuration OK/);
+    }
   });
 
   it("reads the file wrangler would deploy: --config / -c, relative to --cwd", () => {

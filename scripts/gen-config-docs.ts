@@ -33,7 +33,7 @@ means the default. Every problem is reported at once, each naming its variable a
 Each a string; override one with \`--var NAME:VALUE\` (\`npm run dev\`, \`check\` and \`deploy\` all take it, as
 wrangler does; wrangler ignores environment variables for vars, and so does \`check\`); environments
 (\`[env.NAME.vars]\`) do not inherit \`[vars]\`. \`npm run check [-- --env NAME] [--config PATH]\` validates
-them as the worker does (the environment is \`--env\`, else \`CLOUDFLARE_ENV\`, as wrangler picks it), and
+them as the worker does (the environment is \`--env\`, else \`CLOUDFLARE_ENV\`, as wrangler picks it; \`--env=""\` is the top-level \`[vars]\`), and
 refuses a name in \`[vars]\` or \`[env.NAME.vars]\` that is none of the plain vars below (a misspelt var
 would pass for its default; \`ORIGIN_TOKEN\` is a secret, refused there too); \`npm run deploy\` checks the file and vars it deploys, and \`npm start\` those \`wrangler dev\` runs, its local files
 included (\`.dev.vars\`, the \`.env\` files, or \`--env-file\`; read as written, without wrangler's \`\${NAME}\`

@@ -8,7 +8,7 @@ import { varArguments } from "./lib/wrangler-vars.ts";
 const args = process.argv.slice(2);
 for (const [command, commandArgs] of [
   ["node", ["scripts/gen-internal-headers.ts"]],
-  ["node", ["scripts/check-config.ts", ...varArguments(args)]],
+  ["node", ["scripts/check-config.ts", "--deploy", ...varArguments(args)]],
   ["wrangler", ["deploy", ...args]],
 ] as const) {
   const result = spawnSync(command, commandArgs, { stdio: "inherit" });

@@ -399,7 +399,7 @@ describe("npm run deploy", () => {
 
   it("a configuration that passes the check is deployed with the same arguments", () => {
     const wrangler = fakeWrangler();
-    const args = ["--var", "CORS_ALLOW_ORIGINS:https://app.example.com"];
+    const args = ["--var", "CORS_ALLOW_ORIGINS:https://app.example.com", "ORIGIN_URL:https://origin.example.com"];
     const { status } = run("scripts/deploy.ts", args, wrangler.env);
     expect(status).toBe(0);
     expect(wrangler.called()).toBe(`deploy ${args.join(" ")}`);
@@ -450,6 +450,17 @@ describe("npm run check", () => {
     for (const args of [["--env="], ["--env", ""]]) {
       expect(run("scripts/check-config.ts", args, { CLOUDFLARE_ENV: "staging" }).stdout, args.join(" ")).toMatch(/^wrangler\.toml \[vars\]: configuration OK/);
     }
+  });
+
+  it("--deploy (what npm run deploy passes) refuses a loopback ORIGIN_URL, which no deployed worker can reach", () => {
+    const refused = run("scripts/check-config.ts", ["--deploy"]);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toContain("wrangler.toml [vars]: ORIGIN_URL http://127.0.0.1:8788 is this machine's loopback, which a deployed worker cannot reach");
+    for (const url of ["http://localhost:8788", "http://127.1.2.3", "http://[::1]:8788"]) {
+      expect(run("scripts/check-config.ts", ["--deploy", "--var", `ORIGIN_URL:${url}`]).status, url).toBe(1);
+    }
+    expect(run("scripts/check-config.ts", ["--deploy", "--var", "ORIGIN_URL:https://origin.example.com"]).stdout).toContain("configuration OK (origin https://origin.example.com");
+    expect(run("scripts/check-config.ts", []).status).toBe(0); // locally, the shipped [vars] are npm start's
   });
 
   it("reads the file wrangler would deploy: --config / -c, relative to --cwd", () => {

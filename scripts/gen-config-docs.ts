@@ -44,8 +44,9 @@ ${table(EDGE_VARS)}
 ## Origin (environment variables)
 
 \`node src/origin/main.ts --help\` prints the same table. A refused configuration stops the origin with
-exit code 2 before it listens, and before it opens its store: a \`HOST\` or \`METRICS_HOST\` that does not
-resolve, or is no address of this machine, is one (a port taken exits 1, also before). So does a variable that misspells one of these (the same but for case, or,
+exit code 2 before it listens, and before it opens its store: a \`HOST\` or \`METRICS_HOST\` that names
+nothing is one (an address not this machine's, a resolver not answering or a port taken exit 1, which a
+service manager retries, also before the store). So does a variable that misspells one of these (the same but for case, or,
 for names of 8 characters or more, within two typos: \`ORIGN_TOKEN\`), naming the one meant; \`npm start\`
 refuses such a name in the worker's local files too.
 

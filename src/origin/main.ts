@@ -34,8 +34,7 @@ try {
 }
 for (const warning of configWarnings(config)) process.stderr.write(`origin: warning: ${warning}\n`);
 
-// Before node:sqlite loads (the claim below, start-origin.ts): keep its ExperimentalWarning out of the output.
-// Before the store is opened or seeded: a HOST that cannot be listened on is a refused configuration.
+// Before the store is opened or seeded: a HOST that cannot be listened on is said before anything is made.
 try {
   await probeListenAddresses(config);
 } catch (error) {
@@ -44,6 +43,7 @@ try {
   process.exit(failure.exitCode);
 }
 
+// Before node:sqlite loads (the claim below, start-origin.ts): keep its ExperimentalWarning out of the output.
 quietSqliteWarning();
 // One origin per SQLite file (store/sqlite-owner.ts): this process, the primary when there are several, holds
 // the claim until it exits. Released only then: the reference also keeps the connection that holds the lock

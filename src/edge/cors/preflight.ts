@@ -89,4 +89,3 @@ function allowedRequestHeaders(policy: CorsPolicy, requested: string | null): st
   if (policy.anyHeader && !names.has("authorization")) return "*";
   return [...names].join(",");
 }
-

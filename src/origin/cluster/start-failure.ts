@@ -33,6 +33,9 @@ export function explainStartFailure(error: unknown, config: OriginConfig): Start
   if ((e.code === "EACCES" && (e.syscall === "listen" || e.syscall === "bind")) || e.code === "EADDRNOTAVAIL") {
     return { message: `origin: cannot listen: ${e.message}. Check HOST / PORT / METRICS_HOST / METRICS_PORT`, exitCode: 1 };
   }
+  if (e.code === "EAI_AGAIN" || e.code === "EAI_FAIL") {
+    return { message: `origin: cannot listen: ${e.message}: the resolver could not answer for HOST / METRICS_HOST now (exit 1: retried)`, exitCode: 1 };
+  }
   if (config.database.kind === "sqlite") {
     const fix = sqliteFileProblem(error, config.database.path);
     if (fix !== undefined) return { message: `origin: DATABASE_URL: ${fix}`, exitCode: 2 };

@@ -1,6 +1,9 @@
 import { BLOCK_BITS, sizeBlockedBloom, type BlockedBloomSize } from "./bloom-sizing.ts";
 import { idHashes } from "./id-hashes.ts";
 
+/** The origin's false-positive rate at the filter's capacity: at most 1 unknown id in 100 reaches the store. */
+export const FALSE_POSITIVE_RATE = 0.01;
+
 /**
  * The ids that exist, as a cache-line-blocked Bloom filter, so that the origin can answer 404 for an
  * id the filter rules out without reading the store (a typo, a deleted id, an enumeration scan).
@@ -30,9 +33,6 @@ import { idHashes } from "./id-hashes.ts";
  * the table is full, and it cannot grow without the ids; a Bloom filter past capacity only answers
  * "maybe" more often).
  */
-/** The origin's false-positive rate at the filter's capacity: at most 1 unknown id in 100 reaches the store. */
-export const FALSE_POSITIVE_RATE = 0.01;
-
 export class MembershipFilter {
   readonly capacity: number;
   readonly #words: Int32Array;

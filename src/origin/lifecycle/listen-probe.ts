@@ -6,12 +6,14 @@ import { createServer } from "node:net";
 import { ConfigError, type ConfigProblem } from "../../shared/config/config-error.ts";
 import type { OriginConfig } from "../config/parse-origin-config.ts";
 
-const UNRESOLVED = new Set(["ENOTFOUND", "EAI_AGAIN", "EAI_NONAME", "EAI_FAIL"]);
+/** No such name: a typo, refused. A resolver that cannot answer for now (EAI_AGAIN) is no refusal. */
+const UNRESOLVED = new Set(["ENOTFOUND", "EAI_NONAME"]);
 
 /**
- * Binds each listener's address once and lets it go. A HOST or METRICS_HOST that does not resolve, or is no
- * address of this machine, throws a ConfigError naming the variable; any other failure (a port taken, say)
- * is thrown as it is, to be explained like a failed listen.
+ * Binds each listener's address once and lets it go. A HOST or METRICS_HOST that names nothing throws a
+ * ConfigError naming the variable (exit 2: a service manager must not retry it); any other failure is thrown
+ * as it is, to be explained like a failed listen (exit 1, retried): a port taken, a resolver not up yet, an
+ * address not (yet) this machine's (a floating address on a standby, an IPv6 address still tentative at boot).
  */
 export async function probeListenAddresses(config: Pick<OriginConfig, "host" | "port" | "metricsHost" | "metricsPort">): Promise<void> {
   const listeners: [string, string, number][] = [["HOST", config.host, config.port]];
@@ -22,13 +24,8 @@ export async function probeListenAddresses(config: Pick<OriginConfig, "host" | "
       await bindOnce(host, port);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code ?? "";
-      if (UNRESOLVED.has(code)) {
-        problems.push({ variable, message: `"${host}" does not resolve (${code}): set an address of this machine (127.0.0.1 for this machine alone, 0.0.0.0 for every interface) or a name that resolves to one.` });
-      } else if (code === "EADDRNOTAVAIL") {
-        problems.push({ variable, message: `${host} is not an address of this machine (${code}): set one of its addresses, 127.0.0.1, or 0.0.0.0 for every interface.` });
-      } else {
-        throw error;
-      }
+      if (!UNRESOLVED.has(code)) throw error;
+      problems.push({ variable, message: `"${host}" does not resolve (${code}): set an address of this machine (127.0.0.1 for this machine alone, 0.0.0.0 for every interface) or a name that resolves to one.` });
     }
   }
   if (problems.length > 0) throw new ConfigError(problems);

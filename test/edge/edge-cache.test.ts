@@ -291,7 +291,7 @@ describe("edge cache: the origin's freshness", () => {
     expect(await origin.requests()).toHaveLength(2);
   });
 
-  it("serves the origin's Cache-Control with the answer's current age, and counts the Age it arrived with against its max-age", async () => {
+  it("serves the origin's Cache-Control with a hit's current age (an origin answer's own Age only), and counts the Age it arrived with against its max-age", async () => {
     const origin = await fakeOrigin({ ...V1, headers: [...V1.headers!, ["Cache-Control", "max-age=100"], ["Age", "50"]] });
     const vars = { ...FRESH, ORIGIN_URL: origin.url };
     const miss = await callEdge(vars, "/items/1");
@@ -310,8 +310,18 @@ describe("edge cache: the origin's freshness", () => {
     await old.answer({ ...NOT_MODIFIED, headers: [["ETag", '"v1"'], ["Cache-Control", "max-age=100"]] });
     const revalidated = await callEdge(oldVars, "/items/1");
     expect(await revalidated.text()).toBe('{"v":1}');
-    expect(revalidated.headers.get("age")).toBe("0"); // its age starts again at the validation
+    expect(revalidated.headers.get("age")).toBeNull(); // validated for this request: no Age (RFC 9111 §5.1)
     expect(await old.requests()).toHaveLength(2);
+
+    // An origin answer with Cache-Control but no Age has none on its miss, and its current age on a hit.
+    const fresh = await fakeOrigin({ ...V1, headers: [...V1.headers!, ["Cache-Control", "max-age=100"]] });
+    const freshVars = { ...FRESH, ORIGIN_URL: fresh.url };
+    const first = await callEdge(freshVars, "/items/1");
+    await first.text();
+    expect(first.headers.get("age")).toBeNull();
+    const again = await callEdge(freshVars, "/items/1");
+    await again.text();
+    expect(again.headers.get("age")).toMatch(/^\d+$/);
   });
 
   it("gives an edge 304 the Cache-Control, Vary and Date the 200 would have had", async () => {

@@ -56,7 +56,7 @@ export function cachedItemReader(options: EdgeCacheOptions): ItemReader {
 
     if (cached && isFresh(cached.headers)) {
       if (usage) usage.requestClass = "cache-hit";
-      return serveStored(cached.status, cached.headers, cached.body, method, clientTag);
+      return serveStored(cached.status, cached.headers, cached.body, method, clientTag, true);
     }
 
     // Only a 200 has a version to revalidate; a stale 404 is asked for again like a miss. A miss forwards
@@ -79,7 +79,7 @@ export function cachedItemReader(options: EdgeCacheOptions): ItemReader {
       const cachedBody = await stale.arrayBuffer();
       if (!keepsRefreshed(refreshed)) waitUntil(cache.delete(key));
       else if (mayStore) store(key, 200, cachedBody, refreshed);
-      return serveStored(200, refreshed, cachedBody, method, clientTag);
+      return serveStored(200, refreshed, cachedBody, method, clientTag, false);
     }
 
     const headers = withoutCacheTag(cleanOriginHeaders(response));
@@ -103,7 +103,7 @@ export function cachedItemReader(options: EdgeCacheOptions): ItemReader {
     }
     const stored = storable(headers, lifetime, labels);
     if (mayStore) store(key, response.status, bytes, stored);
-    return serveStored(response.status, stored, bytes, method, clientTag);
+    return serveStored(response.status, stored, bytes, method, clientTag, false);
   };
 
   /** A failed store only means the next read is a miss. */

@@ -89,7 +89,8 @@ export function lifetimeOf(status: number, headers: Headers, lifetimes: EntryLif
  * removed, never served to another.
  */
 export function keepsRefreshed(stored: Headers): boolean {
-  return cacheable(stored, stored.get(ORIGIN_CACHE_CONTROL));
+  // Only what a 304 can change: its body, and the body's size, are the stored one.
+  return sharedControls(stored, stored.get(ORIGIN_CACHE_CONTROL));
 }
 
 /**
@@ -109,7 +110,11 @@ const NO_STORE = /(^|[\s,])no-store([\s,=]|$)/i;
  * refuses `Vary: *` anyway).
  */
 function cacheable(headers: Headers, cacheControl: string | null): boolean {
-  if (!(Number(headers.get("content-length") ?? NaN) <= MAX_CACHED_BODY_BYTES)) return false;
+  return Number(headers.get("content-length") ?? NaN) <= MAX_CACHED_BODY_BYTES && sharedControls(headers, cacheControl);
+}
+
+/** Neither `no-store` nor `private`, and no `Vary` beyond what entries are keyed by. */
+function sharedControls(headers: Headers, cacheControl: string | null): boolean {
   if (cacheControl !== null && /(^|[\s,])(no-store|private)([\s,=]|$)/i.test(cacheControl)) return false;
   const vary = headers.get("vary");
   if (vary === null) return true;
@@ -169,9 +174,11 @@ export function withoutCacheTag(headers: Headers): Headers {
 /**
  * A stored entry as served: a 304 when it is a 200 the client already holds (never for a 404: it has no
  * version to match), else its status and body (none for HEAD), with the bookkeeping headers replaced by
- * what the origin said. With the origin's Cache-Control comes the entry's current age (RFC 9111 §4: the age
- * it was stored at, plus its time in the edge cache); without one the answer has no freshness a client
- * could use an Age for, and the Age is bytes, not data, as is the Cache API's `cf-cache-status`.
+ * what the origin said. `hit`: answered from the cache, not by the origin for this request. With the origin's
+ * Cache-Control, a hit carries the entry's current age (RFC 9111 §4: the age it was stored at, plus its time
+ * in the edge cache); an answer the origin just gave or validated carries only an Age it arrived with (§5.1:
+ * an Age says the origin did not make it for this request). Without one the answer has no freshness a
+ * client could use an Age for, and the Age is bytes, not data, as is the Cache API's `cf-cache-status`.
  */
 export function serveStored(
   status: number,
@@ -179,6 +186,7 @@ export function serveStored(
   body: ReadableStream | ArrayBuffer | null,
   method: "GET" | "HEAD",
   clientTag: string | null,
+  hit: boolean,
 ): ItemAnswer {
   const originCacheControl = stored.get(ORIGIN_CACHE_CONTROL) ?? "";
   const etag = stored.get("etag");
@@ -207,7 +215,9 @@ export function serveStored(
     headers.delete("age");
   } else {
     headers.set("cache-control", originCacheControl);
-    headers.set("age", String(ageAtStore + Math.max(0, Math.floor((Date.now() - storedAt) / 1000))));
+    if (hit) headers.set("age", String(ageAtStore + Math.max(0, Math.floor((Date.now() - storedAt) / 1000))));
+    else if (ageAtStore > 0) headers.set("age", String(ageAtStore));
+    else headers.delete("age");
   }
   return { status, headers, body: method === "HEAD" ? null : body };
 }

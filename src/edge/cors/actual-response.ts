@@ -4,8 +4,9 @@ import { addVaryOrigin } from "./vary.ts";
 /**
  * Adds the CORS headers of an actual (non-preflight) response to `headers`, which must be mutable and
  * already free of the origin's own Access-Control-* headers. Only an allowed Origin learns anything;
- * under an allow-list every response varies by Origin, including those to requests without one. Of the
- * exposed names, an answer lists those it carries: an error without an ETag has no `etag` to expose.
+ * under an allow-list every response varies by Origin, including those to requests without one. An answer
+ * without an ETag (an error) does not list `etag`; every other exposed name is always listed, since Cloudflare
+ * or the zone's rules may add the header after the edge (`cf-ray`, `server-timing`, a Transform Rule's).
  */
 export function decorateActualResponse(policy: CorsPolicy, origin: string | null, headers: Headers): void {
   if (policy.off) return;
@@ -26,7 +27,6 @@ function expose(policy: CorsPolicy, headers: Headers): void {
     headers.set("Access-Control-Expose-Headers", "*");
     return;
   }
-  let names = "";
-  for (const name of policy.exposeNames) if (headers.has(name)) names = names === "" ? name : `${names},${name}`;
+  const names = headers.has("etag") ? policy.exposeHeaders : policy.exposeWithoutEtag;
   if (names !== "") headers.set("Access-Control-Expose-Headers", names);
 }

@@ -13,8 +13,10 @@ export interface CorsPolicy {
   readonly headers: ReadonlySet<string>;
   /** `Access-Control-Expose-Headers: *` on every allowed answer. */
   readonly exposeAll: boolean;
-  /** The names exposed, lowercase; an answer lists those of them it carries. */
-  readonly exposeNames: readonly string[];
+  /** `Access-Control-Expose-Headers` for an answer with an ETag ("" for none). */
+  readonly exposeHeaders: string;
+  /** The same without `etag`, for an answer that has none: the one exposed header the edge knows is absent. */
+  readonly exposeWithoutEtag: string;
   readonly credentials: boolean;
   readonly maxAge: string;
   readonly privateNetwork: boolean;
@@ -30,7 +32,8 @@ export function compileCorsPolicy(spec: CorsSpec): CorsPolicy {
     anyHeader: spec.anyHeader,
     headers: new Set(spec.headers),
     exposeAll: spec.exposeHeaders === "*",
-    exposeNames: spec.exposeHeaders === "" || spec.exposeHeaders === "*" ? [] : spec.exposeHeaders.split(","),
+    exposeHeaders: spec.exposeHeaders === "*" ? "" : spec.exposeHeaders,
+    exposeWithoutEtag: spec.exposeHeaders === "*" ? "" : spec.exposeHeaders.split(",").filter((name) => name !== "etag").join(","),
     credentials: spec.credentials,
     maxAge: spec.maxAge,
     privateNetwork: spec.privateNetwork,

@@ -122,7 +122,8 @@ export class PostgresChangeFeed implements ChangeFeed {
     // (two polls from one snapshot, absorbed out of order, would look like xids going backwards).
     this.#poll();
     await this.#polling;
-    if (!this.healthy) throw new Error("the first poll of the change log failed (see the log line above)");
+    // The poll alone: a setup problem the first check found is reported as such, and the feed distrusted.
+    if (this.#lastGoodPollStarted === Number.NEGATIVE_INFINITY) throw new Error("the first poll of the change log failed (see the log line above)");
     this.#timer = setInterval(() => this.#poll(), this.#options.pollMs);
     this.#timer.unref();
     if (recheck !== undefined) {

@@ -96,8 +96,9 @@ export interface SetupRecheck {
   /**
    * When nothing is wrong: the row versions of the triggers that call the log's function, and of the
    * function. Any change between two checks is an ALTER, a DROP and CREATE or a CREATE OR REPLACE, and a
-   * trigger disabled and enabled again inside one transaction (what `pg_restore --disable-triggers` and
-   * many migrations do) leaves nothing else behind: the writes it let through were never logged.
+   * trigger disabled and enabled again as it was (`ENABLE ALWAYS`), between two checks or inside one
+   * transaction, leaves nothing else behind: the writes it let through were never logged. (Re-enabled the
+   * default way, as `pg_restore --disable-triggers` does, it no longer fires in every session: reported.)
    */
   triggerVersions?: string;
 }
@@ -138,12 +139,15 @@ export async function recheckPostgres(sql: Sql, userTable: UserTableSpec | undef
   }
 }
 
-/** Every trigger calling the log's function (partitions' copies too), and the function: each row's xmin. */
+/**
+ * The triggers calling the log's function, and the function they call: each row's xmin. Not partitions'
+ * copies (tgparentid): a partition created, attached or detached is no change to what logs (an ALTER of the
+ * parent's trigger reaches the parent's row too).
+ */
 async function triggerVersions(sql: Sql): Promise<string> {
   const [row] = await sql<{ versions: string | null }[]>`
-    SELECT string_agg(format('%s:%s:%s', t.tgrelid, t.tgname, t.xmin), ',' ORDER BY t.tgrelid, t.tgname)
-      || ';' || (SELECT string_agg(format('%s:%s', p.oid, p.xmin), ',' ORDER BY p.oid) FROM pg_proc p WHERE p.proname = ${TRIGGER_FUNCTION}) AS versions
-    FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid WHERE p.proname = ${TRIGGER_FUNCTION}`;
+    SELECT string_agg(format('%s:%s:%s:%s', t.tgrelid, t.tgname, t.xmin, p.xmin), ',' ORDER BY t.tgrelid, t.tgname) AS versions
+    FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid WHERE p.proname = ${TRIGGER_FUNCTION} AND t.tgparentid = 0`;
   return row?.versions ?? "";
 }
 

@@ -146,4 +146,30 @@ describe("what feeds the change log, checked while the origin runs", () => {
     await postgres.pg.sql(`UPDATE products SET doc = '{"n": 3}'`, db);
     await until(async () => (await body(item)) === '{"n":3}', "a change made after feed:install to arrive");
   });
+
+  it("a partition created or attached under a served table is no change to what logs: nothing cached is dropped", async () => {
+    const url = await postgres.database();
+    const db = url.slice(url.lastIndexOf("/") + 1);
+    await postgres.pg.sql(
+      `CREATE TABLE events (sku text NOT NULL, day int NOT NULL, doc jsonb NOT NULL, PRIMARY KEY (sku, day)) PARTITION BY RANGE (day);
+       CREATE TABLE events_1 PARTITION OF events FOR VALUES FROM (1) TO (2); INSERT INTO events VALUES ('A-1', 1, '{"n": 1}');`,
+      db,
+    );
+    expect((await feedInstall(url, ["--table", "events", "--id-column", "sku"])).code).toBe(0);
+    const lines: string[] = [];
+    const origin = await startOnPostgres(url, { ...FAST, ITEMS_TABLE: "events", ITEMS_ID_COLUMN: "sku", ITEMS_JSON_COLUMN: "doc" }, { log: (l) => lines.push(l) });
+    const stats = (origin.feed as PostgresChangeFeed).pollStats;
+    expect(await body(`${origin.url}/items/A-1`)).toBe('{"n":1}');
+
+    // Each brings the parent's trigger to the partition as a copy of its own (a new pg_trigger row).
+    await postgres.pg.sql(
+      `CREATE TABLE events_2 PARTITION OF events FOR VALUES FROM (2) TO (3);
+       CREATE TABLE events_3 (LIKE events); ALTER TABLE events ATTACH PARTITION events_3 FOR VALUES FROM (3) TO (4);`,
+      db,
+    );
+    const from = stats.rechecks;
+    await until(() => stats.rechecks >= from + 2, "two more checks", 15_000);
+    expect(lines.filter((l) => l.includes("dropping every cached item"))).toEqual([]);
+    expect(origin.cache.get("A-1")).toBeDefined();
+  });
 });

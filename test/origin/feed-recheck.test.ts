@@ -6,8 +6,9 @@
 // dropped once changes reach the log again: those made meanwhile were never logged.
 import { describe, expect, it } from "vitest";
 import { EVERYTHING_CHANGED } from "../../src/origin/feed/change-log-cursor.ts";
-import type { PostgresChangeFeed } from "../../src/origin/feed/postgres-change-feed.ts";
-import { until } from "./harness.ts";
+import { PostgresChangeFeed } from "../../src/origin/feed/postgres-change-feed.ts";
+import { preparePostgres } from "../../src/origin/store/postgres/prepare.ts";
+import { registerCleanup, until } from "./harness.ts";
 import { feedInstall, startOnPostgres, usePostgres } from "./pg-harness.ts";
 
 const postgres = usePostgres();
@@ -171,5 +172,18 @@ describe("what feeds the change log, checked while the origin runs", () => {
     await until(() => stats.rechecks >= from + 2, "two more checks", 15_000);
     expect(lines.filter((l) => l.includes("dropping every cached item"))).toEqual([]);
     expect(origin.cache.get("A-1")).toBeDefined();
+  });
+
+  it("a setup problem its first check finds is reported as such, and the feed starts distrusted (not as a failed poll)", async () => {
+    const url = await postgres.database();
+    const options = { url, display: url, poolSize: 2, timeoutMs: 10_000, applicationName: "first-check-test" };
+    await preparePostgres(options, undefined);
+    const lines: string[] = [];
+    const problem = "missing the triggers on slim_edge_items (a test's)";
+    const feed = new PostgresChangeFeed({ ...options, pollMs: 10, staleBoundMs: 60_000, log: (line) => lines.push(line), recheck: async () => ({ problem }) });
+    registerCleanup(() => feed.close());
+    await feed.start({ changed: () => {}, lostTrack: () => {} });
+    expect(feed.healthy).toBe(false);
+    expect(lines).toEqual([expect.stringContaining(`changes no longer reach the change log (${problem})`)]);
   });
 });

@@ -118,7 +118,8 @@ async function serve(
   const wire = new Wire({ sendDate: config.sendDate, reasonPhrase: config.reasonPhrase });
   let metrics: OriginMetrics | undefined;
   const hooks = options.loaderHooks ?? {};
-  const known = new KnownIds(store, config.idFilterCapacity, () => feed.healthy, log);
+  // The loader is made next; a scan asks it only later, once the filter is built.
+  const known = new KnownIds(store, config.idFilterCapacity, () => feed.healthy, log, () => loader.writesInFlight());
   const loader = new ItemLoader(
     cache,
     store,

@@ -25,6 +25,19 @@ function loaderWithHeldReads() {
 }
 
 describe("ItemLoader", () => {
+  it("names the writes in flight, overlapping ones once, until each has ended or been abandoned", () => {
+    const { loader } = loaderWithHeldReads();
+    const a1 = loader.beginWrite("a");
+    const a2 = loader.beginWrite("a");
+    const b = loader.beginWrite("b");
+    expect(loader.writesInFlight().sort()).toEqual(["a", "b"]);
+    loader.endWrite(a1, undefined);
+    expect(loader.writesInFlight().sort()).toEqual(["a", "b"]); // the second write to a still runs
+    loader.abandonWrite(a2);
+    loader.endWrite(b, wire.entry(row('"Bb1"', "{}")));
+    expect(loader.writesInFlight()).toEqual([]);
+  });
+
   it("a read that started while a write ran does not put the row from before the commit back", async () => {
     const { loader, answer, cachedEtag } = loaderWithHeldReads();
     const ticket = loader.beginWrite("x");

@@ -148,6 +148,26 @@ describe("KnownIds rebuilds", () => {
     expect(known.mayExist("written-during-the-first-scan")).toBe(true);
   });
 
+  it("keeps the ids of this instance's writes in flight when a rebuild starts: they may commit after its scan", async () => {
+    const rows = ["a"];
+    const held = heldStore(rows);
+    const inFlight = new Set<string>();
+    const known = new KnownIds(held.store, 100, () => true, () => {}, () => inFlight);
+    const start = known.build("start");
+    await held.release();
+    await start;
+    // A create is sent: learnt by the filter before it commits.
+    inFlight.add("being-created");
+    known.add("being-created");
+    // Another worker died: everything is distrusted and rebuilt, and the scan reads before the create commits.
+    const rebuild = known.build("changes were missed: a worker died", true);
+    await held.release();
+    await rebuild;
+    rows.push("being-created"); // committed now; the feed never reports this instance's own write back to it
+    inFlight.delete("being-created");
+    expect(known.mayExist("being-created")).toBe(true);
+  });
+
   it("counts an id written again once, so updates never fill the filter", async () => {
     const held = heldStore(["a"]);
     const known = new KnownIds(held.store, 10, () => true, () => {});

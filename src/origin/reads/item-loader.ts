@@ -125,6 +125,13 @@ export class ItemLoader {
     this.#forgetIfIdle(id, activity);
   }
 
+  /** The ids of writes begun and not yet ended (the membership filter keeps them through a rebuild). */
+  writesInFlight(): string[] {
+    const ids: string[] = [];
+    for (const [id, activity] of this.#activity) if (activity.writes > 0) ids.push(id);
+    return ids;
+  }
+
   /**
    * A write to `id` is about to be sent to the store: from now on no read that started earlier fills the
    * cache, and no read joins one that did.

@@ -5,7 +5,9 @@
 // while the feed is healthy: an id created elsewhere while the feed was down is unknown to it.
 //
 // Never a false negative: while the filter is (re)built from the store it is not consulted (every miss
-// reads the store), ids learnt meanwhile are added to the new filter too, a scan that was already running
+// reads the store), ids learnt meanwhile are added to the new filter too, and so are the ids of this
+// instance's writes still in flight when it starts (learnt before it, they may commit after it has read
+// past them, and the feed never reports an instance's own writes back to it), a scan that was already running
 // when changes were missed is thrown away and run again (it may have read past a missed create), and a
 // full filter keeps answering (it only says "maybe" more often) while a larger one is built.
 
@@ -33,6 +35,7 @@ export class KnownIds {
   readonly #capacity: number | "auto";
   readonly #trusted: () => boolean;
   readonly #log: (line: string) => void;
+  readonly #writesInFlight: () => Iterable<string>;
   #filter: MembershipFilter | undefined;
   /** Ids learnt while a new filter is being built from the store (added to it when the scan ends). */
   #learnt: string[] | undefined;
@@ -43,12 +46,22 @@ export class KnownIds {
   #closed = false;
   readonly stats: KnownIdsStats = { rejections: 0, ids: 0, bytes: 0, ready: false, builds: 0 };
 
-  /** `capacity` 0 turns the filter off; `trusted` says whether the change feed is healthy. */
-  constructor(store: ItemStore, capacity: number | "auto", trusted: () => boolean, log: (line: string) => void) {
+  /**
+   * `capacity` 0 turns the filter off; `trusted` says whether the change feed is healthy; `writesInFlight`,
+   * the ids of this instance's writes sent to the store and not yet answered (item-loader.ts).
+   */
+  constructor(
+    store: ItemStore,
+    capacity: number | "auto",
+    trusted: () => boolean,
+    log: (line: string) => void,
+    writesInFlight: () => Iterable<string> = () => [],
+  ) {
     this.#store = store;
     this.#capacity = capacity;
     this.#trusted = trusted;
     this.#log = log;
+    this.#writesInFlight = writesInFlight;
   }
 
   get enabled(): boolean {
@@ -102,8 +115,8 @@ export class KnownIds {
     clearTimeout(this.#retry);
     const started = performance.now();
     // Kept across a scan run again: an id learnt during the first may not have committed before the second
-    // read past it.
-    this.#learnt = [];
+    // read past it. Those of writes in flight were learnt before this scan, and may commit after it too.
+    this.#learnt = [...this.#writesInFlight()];
     try {
       let filter: MembershipFilter;
       let capacity: number;

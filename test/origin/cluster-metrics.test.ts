@@ -1,7 +1,7 @@
 // The primary's merged /metrics page (cluster/cluster-metrics.ts) from workers' registries built here.
 import { Counter, Gauge, Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
-import { renderClusterMetrics } from "../../src/origin/cluster/cluster-metrics.ts";
+import { CounterMemory, renderClusterMetrics } from "../../src/origin/cluster/cluster-metrics.ts";
 import { parseMetrics } from "./cluster-harness.ts";
 
 async function workerRegistry(requests: number, entries: number, feedHealthy: 0 | 1): Promise<Awaited<ReturnType<Registry["getMetricsAsJSON"]>>> {
@@ -36,5 +36,35 @@ describe("merged cluster metrics", () => {
     expect(page.value("origin_cluster_worker_info", { worker: "3" })).toBeUndefined();
     expect(body).toContain("# TYPE origin_worker_http_requests_total counter");
     expect(body).toContain("# TYPE origin_cluster_worker_up gauge");
+  });
+
+  it("never lets a counter go backwards: a worker that does not answer counts with its last answer, a replaced one's counts stay", async () => {
+    const memory = new CounterMemory();
+    const total = async (workers: Parameters<typeof renderClusterMetrics>[1]) =>
+      parseMetrics((await renderClusterMetrics(2, workers, memory)).body);
+    const first = await total([
+      { slot: 1, pid: 101, restarts: 0, metrics: await workerRegistry(5, 10, 1) },
+      { slot: 2, pid: 202, restarts: 0, metrics: await workerRegistry(7, 20, 1) },
+    ]);
+    expect(first.value("origin_http_requests_total", { route: "/items/:id", status: "200" })).toBe(12);
+    // Worker 2 paused: its last counts stand in for it; its amounts (cache entries) are not guessed.
+    const paused = await total([
+      { slot: 1, pid: 101, restarts: 0, metrics: await workerRegistry(6, 10, 1) },
+      { slot: 2, pid: 202, restarts: 0, metrics: undefined },
+    ]);
+    expect(paused.value("origin_http_requests_total", { route: "/items/:id", status: "200" })).toBe(13);
+    expect(paused.value("origin_cache_entries")).toBe(10);
+    // Worker 2 replaced twice (pids 203, 204), each starting from zero: every old process's counts stay.
+    const replaced = await total([
+      { slot: 1, pid: 101, restarts: 0, metrics: await workerRegistry(6, 10, 1) },
+      { slot: 2, pid: 203, restarts: 1, metrics: await workerRegistry(2, 1, 1) },
+    ]);
+    expect(replaced.value("origin_http_requests_total", { route: "/items/:id", status: "200" })).toBe(6 + 7 + 2);
+    const again = await total([
+      { slot: 1, pid: 101, restarts: 0, metrics: await workerRegistry(6, 10, 1) },
+      { slot: 2, pid: 204, restarts: 2, metrics: await workerRegistry(1, 1, 1) },
+    ]);
+    expect(again.value("origin_http_requests_total", { route: "/items/:id", status: "200" })).toBe(6 + 7 + 2 + 1);
+    expect(again.value("origin_worker_http_requests_total", { worker: "2" })).toBe(1); // the one process's own
   });
 });

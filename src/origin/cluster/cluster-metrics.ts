@@ -18,6 +18,11 @@
 //   `origin_cluster_worker_restarts_total{worker}`.
 //
 // `worker` is the slot, 1…N: a replacement keeps the number of the process it replaces (its pid changes).
+//
+// The machine's counters (and histograms) never go backwards, which Prometheus would read as a reset (a false
+// spike in rate()): a worker that does not answer a scrape (paused, slow, restarting) counts with what its
+// last answer said (CounterMemory), and a replaced worker's last counts stay in every later sum. Its twins
+// are the one process's own, and start again with the new process, as any process's counters do.
 
 import { AggregatorRegistry, type Aggregator } from "prom-client";
 import type { WorkerMetrics } from "./messages.ts";
@@ -51,8 +56,42 @@ export interface WorkerScrape {
   metrics: WorkerMetrics | undefined;
 }
 
-export async function renderClusterMetrics(processes: number, workers: readonly WorkerScrape[]): Promise<{ body: string; contentType: string }> {
-  const sets: Metric[][] = [];
+/** Cumulative series: the ones a sum must never lose. */
+const CUMULATIVE = new Set(["counter", "histogram", "summary"]);
+const isCumulative = (metric: Metric) => CUMULATIVE.has(String(metric.type));
+
+/** Each slot's last answer (its cumulative series), and the counts of the processes replaced since start. */
+export class CounterMemory {
+  readonly #last = new Map<number, { pid: number | undefined; counts: Metric[] }>();
+  #retired: Metric[][] = [];
+
+  /** The cumulative series to add to this scrape's sum for workers that did not answer, and for those replaced. */
+  async missing(workers: readonly WorkerScrape[]): Promise<Metric[][]> {
+    const sets: Metric[][] = [];
+    for (const worker of workers) {
+      const last = this.#last.get(worker.slot);
+      if (worker.metrics !== undefined) {
+        // A new process in the slot: the old one's last counts are kept for good.
+        if (last !== undefined && last.pid !== worker.pid) this.#retired.push(last.counts);
+        this.#last.set(worker.slot, { pid: worker.pid, counts: worker.metrics.filter(isCumulative).map((m) => ({ ...m, aggregator: "sum" })) });
+      } else if (last !== undefined) {
+        sets.push(last.counts);
+      }
+    }
+    if (this.#retired.length > 1) {
+      const merged = (await AggregatorRegistry.aggregate(this.#retired).getMetricsAsJSON()) as Metric[];
+      this.#retired = [merged.map((m) => ({ ...m, aggregator: "sum" }))];
+    }
+    return [...sets, ...this.#retired];
+  }
+}
+
+export async function renderClusterMetrics(
+  processes: number,
+  workers: readonly WorkerScrape[],
+  memory?: CounterMemory,
+): Promise<{ body: string; contentType: string }> {
+  const sets: Metric[][] = [...((await memory?.missing(workers)) ?? [])];
   const twins = new Map<string, Metric>();
   for (const worker of workers) {
     if (worker.metrics === undefined) continue;

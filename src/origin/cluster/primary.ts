@@ -20,7 +20,7 @@ import type { OriginConfig } from "../config/parse-origin-config.ts";
 import { Wire } from "../http/wire.ts";
 import { listenOn, urlOf } from "../lifecycle/listeners.ts";
 import { ChangeRelay, sendTo } from "./change-relay.ts";
-import { renderClusterMetrics, type WorkerScrape } from "./cluster-metrics.ts";
+import { CounterMemory, renderClusterMetrics, type WorkerScrape } from "./cluster-metrics.ts";
 import { isFromWorker, type FromWorker, type ReadyReport } from "./messages.ts";
 import { clusterMetricsListener } from "./metrics-listener.ts";
 import { RestartPolicy } from "./restart-policy.ts";
@@ -56,6 +56,7 @@ class Primary {
   readonly #processes: number;
   readonly #slots: Slot[];
   readonly #probes = new WorkerProbes();
+  readonly #counters = new CounterMemory();
   readonly #policy = new RestartPolicy();
   readonly #relay: ChangeRelay | undefined;
   #phase: Phase = "starting";
@@ -276,7 +277,7 @@ class Primary {
       restarts: slot.restarts,
       metrics: answers.get(slot.number)?.metrics,
     }));
-    return renderClusterMetrics(this.#processes, scrapes);
+    return renderClusterMetrics(this.#processes, scrapes, this.#counters);
   }
 
   async #unhealthy(): Promise<string | undefined> {

@@ -118,7 +118,7 @@ async function serve(
   const wire = new Wire({ sendDate: config.sendDate, reasonPhrase: config.reasonPhrase });
   let metrics: OriginMetrics | undefined;
   const hooks = options.loaderHooks ?? {};
-  // The loader is made next; a scan asks it only later, once the filter is built.
+  // The loader is made next; the first build, which asks it, starts below.
   const known = new KnownIds(store, config.idFilterCapacity, () => feed.healthy, log, () => loader.writesInFlight());
   const loader = new ItemLoader(
     cache,

@@ -8,7 +8,8 @@ import { describe, expect, it } from "vitest";
 import type { ChangeFeed } from "../../src/origin/feed/change-feed.ts";
 import { KnownIds } from "../../src/origin/reads/known-ids.ts";
 import type { ItemStore } from "../../src/origin/store/item-store.ts";
-import { get, RawConnection, start, tempDir, withBody } from "./harness.ts";
+import { SqliteItemStore } from "../../src/origin/store/sqlite-store.ts";
+import { deferred, get, RawConnection, start, storeWith, tempDir, withBody } from "./harness.ts";
 
 const ready = async (origin: { known: { stats: { ready: boolean; builds: number } } }, builds = 1) => {
   while (!origin.known.stats.ready || origin.known.stats.builds < builds) await new Promise((resolve) => setImmediate(resolve));
@@ -44,6 +45,30 @@ describe("membership filter", () => {
     );
     expect(origin.known.stats.builds).toBeGreaterThan(1);
     expect(origin.known.stats.rejections).toBeGreaterThan(0);
+  });
+
+  it("a create in flight across a rebuild (another process died) is found after it: its commit came after the scan", async () => {
+    const dir = tempDir();
+    const inner = new SqliteItemStore(join(dir, "items.sqlite"));
+    const sent = deferred();
+    const commit = deferred();
+    const store = storeWith(inner, {
+      async put(id, body, condition) {
+        sent.resolve();
+        await commit.promise; // the row is not there for the rebuild's scan
+        return inner.put(id, body, condition);
+      },
+    });
+    const origin = await start({}, { dir, store });
+    await ready(origin);
+    const c = await RawConnection.open(origin.port);
+    const written = c.send(withBody("PUT", "/items/late", '{"v":1}'));
+    await sent.promise;
+    await origin.known.build("changes were missed: a worker died", true);
+    commit.resolve();
+    expect((await written).status).toBe(204);
+    origin.cache.clear();
+    expect((await (await RawConnection.open(origin.port)).send(get("/items/late"))).status).toBe(200);
   });
 
   it("answers a scan of unknown ids without reading the store, and measures its false positives", async () => {
@@ -163,9 +188,11 @@ describe("KnownIds rebuilds", () => {
     const rebuild = known.build("changes were missed: a worker died", true);
     await held.release();
     await rebuild;
-    rows.push("being-created"); // committed now; the feed never reports this instance's own write back to it
+    rows.push("being-created"); // committed now; the SQLite relay never reports a process's own write back to it
     inFlight.delete("being-created");
+    expect(known.stats.ready).toBe(true);
     expect(known.mayExist("being-created")).toBe(true);
+    expect(known.mayExist("never-created")).toBe(false);
   });
 
   it("counts an id written again once, so updates never fill the filter", async () => {

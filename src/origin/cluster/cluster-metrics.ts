@@ -56,8 +56,8 @@ export interface WorkerScrape {
   metrics: WorkerMetrics | undefined;
 }
 
-/** Cumulative series: the ones a sum must never lose. */
-const CUMULATIVE = new Set(["counter", "histogram", "summary"]);
+/** Cumulative series: the ones a sum must never lose (a summary's quantiles are not; none is registered). */
+const CUMULATIVE = new Set(["counter", "histogram"]);
 const isCumulative = (metric: Metric) => CUMULATIVE.has(String(metric.type));
 
 /** Each slot's last answer (its cumulative series), and the counts of the processes replaced since start. */
@@ -79,8 +79,9 @@ export class CounterMemory {
       }
     }
     if (this.#retired.length > 1) {
-      const merged = (await AggregatorRegistry.aggregate(this.#retired).getMetricsAsJSON()) as Metric[];
-      this.#retired = [merged.map((m) => ({ ...m, aggregator: "sum" }))];
+      const retired = this.#retired;
+      const merged = (await AggregatorRegistry.aggregate(retired).getMetricsAsJSON()) as Metric[];
+      this.#retired = [merged.map((m) => ({ ...m, aggregator: "sum" })), ...this.#retired.slice(retired.length)];
     }
     return [...sets, ...this.#retired];
   }

@@ -270,13 +270,15 @@ class Primary {
   // ---- METRICS_PORT ---------------------------------------------------------------------------------
 
   async #scrape(): Promise<{ body: string; contentType: string }> {
-    const answers = await this.#probes.ask(this.#liveWorkers(), "metrics", PROBE_TIMEOUT_MS);
-    const scrapes: WorkerScrape[] = this.#slots.map((slot) => ({
-      slot: slot.number,
-      pid: slot.worker === undefined ? undefined : slot.pid,
-      restarts: slot.restarts,
-      metrics: answers.get(slot.number)?.metrics,
-    }));
+    const asked = this.#liveWorkers();
+    const answers = await this.#probes.ask(asked, "metrics", PROBE_TIMEOUT_MS);
+    // An answer is the process asked's, even if its slot holds another by now (it died and was replaced
+    // while the others answered): its counts must be filed under that process (CounterMemory).
+    const scrapes: WorkerScrape[] = this.#slots.map((slot) => {
+      const metrics = answers.get(slot.number)?.metrics;
+      const pid = metrics !== undefined ? asked.get(slot.number)?.process.pid : slot.worker === undefined ? undefined : slot.pid;
+      return { slot: slot.number, pid, restarts: slot.restarts, metrics };
+    });
     return renderClusterMetrics(this.#processes, scrapes, this.#counters);
   }
 

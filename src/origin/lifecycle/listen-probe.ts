@@ -1,6 +1,6 @@
-// Whether the origin can listen where it is told to, found before anything else starts: an address that
-// does not resolve, or is not this machine's, failed only at listen, after the store was opened and seeded,
-// and read as a store failure (exit 1, retried by a service manager for ever).
+// Whether the origin can listen where it is told to, found before anything else starts: a HOST that names
+// nothing, a port taken or an address not this machine's failed only at listen, after the store was opened
+// and seeded, and the first read as a store failure (exit 1, retried by a service manager for ever).
 
 import { createServer } from "node:net";
 import { ConfigError, type ConfigProblem } from "../../shared/config/config-error.ts";

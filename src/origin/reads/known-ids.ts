@@ -8,9 +8,9 @@
 // reads the store), ids learnt meanwhile are added to the new filter too, and so are the ids of this
 // instance's writes still in flight when it starts (learnt before it, they may commit after it has read
 // past them, and the relay between SQLite processes never reports a process's own writes back to it), a
-// scan that was already running
-// when changes were missed is thrown away and run again (it may have read past a missed create), and a
-// full filter keeps answering (it only says "maybe" more often) while a larger one is built.
+// scan that was already running when changes were missed is thrown away and run again (it may have read
+// past a missed create), and a full filter keeps answering (it only says "maybe" more often) while a
+// larger one is built.
 
 import { MembershipFilter } from "../filter/membership-filter.ts";
 import type { ItemStore } from "../store/item-store.ts";

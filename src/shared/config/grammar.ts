@@ -1,7 +1,8 @@
 // One grammar for every variable of every deployable (worker vars, Snippet build, origin environment), so a
 // value means the same thing wherever it is written: booleans are `true`/`false`, lists are comma-separated,
-// sizes are bytes with an optional binary unit (B, KiB, MiB, GiB, TiB; any case), and an empty value means "the default". Each reader appends a problem (naming the
-// variable and the fix) instead of throwing, so one run reports every mistake.
+// sizes are bytes with an optional binary unit (B, KiB, MiB, GiB, TiB; any case), and an empty value means
+// "the default". Each reader appends a problem (naming the variable and the fix) instead of throwing, so one
+// run reports every mistake.
 
 import type { ConfigProblem } from "./config-error.ts";
 

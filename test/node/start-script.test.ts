@@ -276,6 +276,22 @@ describe("npm start, refusing before anything starts", () => {
   });
 });
 
+/** `npm start` (the worker on a free port) with `env`: its output so far, its exit code, and its "running" line. */
+function spawnStart(env: Record<string, string>, detached = false) {
+  const child = spawn(process.execPath, ["scripts/start.ts", "--port", "0"], { cwd: ROOT, env: cleanEnv(env), stdio: ["ignore", "pipe", "pipe"], detached });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.setEncoding("utf8").on("data", (text: string) => (stdout += text));
+  child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text));
+  const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)));
+  const running = new Promise<void>((done, fail) => {
+    child.stdout.on("data", () => stdout.includes("slim-edge is running") && done());
+    child.once("exit", (code) => fail(new Error(`npm start exited (${code}) before it was ready: ${stderr}`)));
+  });
+  running.catch(() => {}); // awaited only by the tests that expect it
+  return { child, stdout: () => stdout, stderr: () => stderr, exited, running };
+}
+
 describe("npm start, a piece that cannot start", () => {
   let holder: Server | undefined;
   afterAll(() => new Promise<void>((done) => (holder ? holder.close(() => done()) : done())));
@@ -283,16 +299,9 @@ describe("npm start, a piece that cannot start", () => {
   it("says in one line which port is taken and how to move it, without a stack trace, and starts no worker", async () => {
     holder = createServer();
     const port = await new Promise<number>((done) => holder!.listen(0, "127.0.0.1", () => done((holder!.address() as { port: number }).port)));
-    const child = spawn(process.execPath, ["scripts/start.ts", "--port", "0"], {
-      cwd: ROOT,
-      env: cleanEnv({ PORT: String(port), METRICS_PORT: "off", DATABASE_URL: join(dir, "taken.sqlite") }),
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (text: string) => (stdout += text));
-    child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text));
-    const code = await new Promise<number | null>((done) => child.once("exit", (exitCode) => done(exitCode)));
+    const start = spawnStart({ PORT: String(port), METRICS_PORT: "off", DATABASE_URL: join(dir, "taken.sqlite") });
+    const code = await start.exited;
+    const [stdout, stderr] = [start.stdout(), start.stderr()];
     expect(code, stderr).toBe(1);
     const own = stderr.split("\n").filter((line) => line !== "" && !line.startsWith("[origin] "));
     expect(own).toEqual([`npm start: the origin did not start: port ${port} is taken: PORT=N npm start`]);
@@ -306,33 +315,20 @@ describe("npm start, the whole stack", () => {
   it("gives an ORIGIN_TOKEN from the environment to the worker too: reads through the worker are answered, the origin refuses others", async () => {
     // A developer's own .dev.vars may hold a token: npm start refuses a different one, so use the same.
     const token = workerLocalToken(ROOT, undefined)?.token ?? "start-test-token-0123456789";
-    const child = spawn(process.execPath, ["scripts/start.ts", "--port", "0"], {
-      cwd: ROOT,
-      env: cleanEnv({ ORIGIN_TOKEN: token, PORT: String(await freePort()), METRICS_PORT: "off", DATABASE_URL: join(dir, "token.sqlite") }),
-      stdio: ["ignore", "pipe", "pipe"],
-      detached: true,
-    });
-    let stdout = "";
-    let stderr = "";
-    const ready = new Promise<void>((done, fail) => {
-      child.stdout.setEncoding("utf8").on("data", (text: string) => {
-        stdout += text;
-        if (stdout.includes("slim-edge is running")) done();
-      });
-      child.once("exit", (code) => fail(new Error(`npm start exited (${code}) before it was ready: ${stderr}`)));
-    });
-    child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text));
-    const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)));
+    const { child, stdout, stderr, exited, running } = spawnStart(
+      { ORIGIN_TOKEN: token, PORT: String(await freePort()), METRICS_PORT: "off", DATABASE_URL: join(dir, "token.sqlite") },
+      true,
+    );
     try {
-      await ready;
-      const worker = /worker \(edge\)\s+(\S+)/.exec(stdout)![1]!;
-      const origin = /origin\s+(http\S+)/.exec(stdout)![1]!;
+      await running;
+      const worker = /worker \(edge\)\s+(\S+)/.exec(stdout())![1]!;
+      const origin = /origin\s+(http\S+)/.exec(stdout())![1]!;
       const viaWorker = await fetch(`${worker}/items/1`);
       expect(viaWorker.status, await viaWorker.clone().text()).toBe(200);
       expect((await viaWorker.json()) as unknown).toMatchObject({ id: "1" });
       expect((await fetch(`${origin}/items/1`)).status).toBe(401);
-      expect(stdout).toContain(`curl -i -H "x-origin-token: $ORIGIN_TOKEN" ${origin}/items/1`);
-      expect(stdout + stderr).not.toContain(token);
+      expect(stdout()).toContain(`curl -i -H "x-origin-token: $ORIGIN_TOKEN" ${origin}/items/1`);
+      expect(stdout() + stderr()).not.toContain(token);
     } finally {
       child.kill("SIGINT");
       expect(await exited).toBe(0);
@@ -341,23 +337,9 @@ describe("npm start, the whole stack", () => {
 
   it("stops both pieces when its terminal closes (SIGHUP), as on Ctrl-C: no port stays taken", async () => {
     const originPort = await freePort();
-    const child = spawn(process.execPath, ["scripts/start.ts", "--port", "0"], {
-      cwd: ROOT,
-      env: cleanEnv({ PORT: String(originPort), METRICS_PORT: "off", DATABASE_URL: join(dir, "hangup.sqlite") }),
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text));
-    const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)));
-    await new Promise<void>((done, fail) => {
-      child.stdout.setEncoding("utf8").on("data", (text: string) => {
-        stdout += text;
-        if (stdout.includes("slim-edge is running")) done();
-      });
-      child.once("exit", (code) => fail(new Error(`npm start exited (${code}) before it was ready: ${stderr}`)));
-    });
-    const workerPort = Number(/worker \(edge\)\s+http:\/\/127\.0\.0\.1:(\d+)/.exec(stdout)![1]);
+    const { child, stdout, exited, running } = spawnStart({ PORT: String(originPort), METRICS_PORT: "off", DATABASE_URL: join(dir, "hangup.sqlite") });
+    await running;
+    const workerPort = Number(/worker \(edge\)\s+http:\/\/127\.0\.0\.1:(\d+)/.exec(stdout())![1]);
     expect(await listening(workerPort)).toBe(true);
     // Only start.ts gets the signal: its pieces run in process groups of their own.
     child.kill("SIGHUP");

@@ -23,10 +23,6 @@ export function decorateActualResponse(policy: CorsPolicy, origin: string | null
 }
 
 function expose(policy: CorsPolicy, headers: Headers): void {
-  if (policy.exposeAll) {
-    headers.set("Access-Control-Expose-Headers", "*");
-    return;
-  }
   const names = headers.has("etag") ? policy.exposeHeaders : policy.exposeWithoutEtag;
   if (names !== "") headers.set("Access-Control-Expose-Headers", names);
 }

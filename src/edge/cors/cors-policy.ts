@@ -11,11 +11,9 @@ export interface CorsPolicy {
   readonly methods: ReadonlySet<string>;
   readonly anyHeader: boolean;
   readonly headers: ReadonlySet<string>;
-  /** `Access-Control-Expose-Headers: *` on every allowed answer. */
-  readonly exposeAll: boolean;
   /** `Access-Control-Expose-Headers` for an answer with an ETag ("" for none). */
   readonly exposeHeaders: string;
-  /** The same without `etag`, for an answer that has none: the one exposed header the edge knows is absent. */
+  /** The same without `etag`, for an answer that has none: the one exposed header the edge knows is absent (`*` stays). */
   readonly exposeWithoutEtag: string;
   readonly credentials: boolean;
   readonly maxAge: string;
@@ -31,9 +29,8 @@ export function compileCorsPolicy(spec: CorsSpec): CorsPolicy {
     methods: new Set(spec.methods),
     anyHeader: spec.anyHeader,
     headers: new Set(spec.headers),
-    exposeAll: spec.exposeHeaders === "*",
-    exposeHeaders: spec.exposeHeaders === "*" ? "" : spec.exposeHeaders,
-    exposeWithoutEtag: spec.exposeHeaders === "*" ? "" : spec.exposeHeaders.split(",").filter((name) => name !== "etag").join(","),
+    exposeHeaders: spec.exposeHeaders,
+    exposeWithoutEtag: spec.exposeHeaders.split(",").filter((name) => name !== "etag").join(","),
     credentials: spec.credentials,
     maxAge: spec.maxAge,
     privateNetwork: spec.privateNetwork,

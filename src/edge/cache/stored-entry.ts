@@ -76,7 +76,7 @@ export function isFresh(stored: Headers): boolean {
  * anything `cacheable` refuses, streams through uncached.
  */
 export function lifetimeOf(status: number, headers: Headers, lifetimes: EntryLifetimes): number | null {
-  if (!cacheable(headers, headers.get("cache-control"))) return null;
+  if (!cacheable(headers)) return null;
   if (status === 200) return lifetimes.itemSeconds;
   if (status !== 404 || lifetimes.notFoundSeconds === 0) return null;
   return freshSeconds(headers.get("cache-control") ?? "", lifetimes.notFoundSeconds, ageOf(headers)) > 0 ? lifetimes.notFoundSeconds : null;
@@ -109,8 +109,8 @@ const NO_STORE = /(^|[\s,])no-store([\s,=]|$)/i;
  * no `Vary` beyond `origin` and `accept-encoding`, since entries are keyed by item alone (the Cache API
  * refuses `Vary: *` anyway).
  */
-function cacheable(headers: Headers, cacheControl: string | null): boolean {
-  return Number(headers.get("content-length") ?? NaN) <= MAX_CACHED_BODY_BYTES && sharedControls(headers, cacheControl);
+function cacheable(headers: Headers): boolean {
+  return Number(headers.get("content-length") ?? NaN) <= MAX_CACHED_BODY_BYTES && sharedControls(headers, headers.get("cache-control"));
 }
 
 /** Neither `no-store` nor `private`, and no `Vary` beyond what entries are keyed by. */
@@ -201,8 +201,6 @@ export function serveStored(
     return { status: 304, headers, body: null };
   }
   const headers = new Headers(stored);
-  const ageAtStore = Number(stored.get(AGE_AT_STORE) ?? 0);
-  const storedAt = Number(stored.get(STORED_AT) ?? Date.now());
   headers.delete(FRESH_UNTIL);
   headers.delete(ORIGIN_CACHE_CONTROL);
   headers.delete(AGE_AT_STORE);
@@ -215,6 +213,8 @@ export function serveStored(
     headers.delete("age");
   } else {
     headers.set("cache-control", originCacheControl);
+    const ageAtStore = Number(stored.get(AGE_AT_STORE) ?? 0);
+    const storedAt = Number(stored.get(STORED_AT) ?? Date.now());
     if (hit) headers.set("age", String(ageAtStore + Math.max(0, Math.floor((Date.now() - storedAt) / 1000))));
     else if (ageAtStore > 0) headers.set("age", String(ageAtStore));
     else headers.delete("age");

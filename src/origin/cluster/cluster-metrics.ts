@@ -78,10 +78,12 @@ export class CounterMemory {
         sets.push(last.counts);
       }
     }
-    if (this.#retired.length > 1) {
-      const retired = this.#retired;
+    const retired = this.#retired;
+    if (retired.length > 1) {
+      // Taken before the await: a scrape running beside this one may retire a process meanwhile.
+      this.#retired = [];
       const merged = (await AggregatorRegistry.aggregate(retired).getMetricsAsJSON()) as Metric[];
-      this.#retired = [merged.map((m) => ({ ...m, aggregator: "sum" })), ...this.#retired.slice(retired.length)];
+      this.#retired.unshift(merged.map((m) => ({ ...m, aggregator: "sum" })));
     }
     return [...sets, ...this.#retired];
   }

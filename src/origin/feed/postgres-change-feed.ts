@@ -7,7 +7,7 @@
 
 import type { Sql } from "postgres";
 import { StoreUnavailableError } from "../store/item-store.ts";
-import { openPool, withDeadline, type PostgresOptions } from "../store/postgres/connection.ts";
+import { anyOf, openPool, withDeadline, type PostgresOptions } from "../store/postgres/connection.ts";
 import type { SetupRecheck } from "../store/postgres/prepare.ts";
 import { CHANGE_CHANNEL, CHANGES_TABLE, FEED_TABLE } from "../store/postgres/schema.ts";
 import { isItemId } from "../../shared/item-id.ts";
@@ -195,7 +195,7 @@ export class PostgresChangeFeed implements ChangeFeed {
           FROM s CROSS JOIN ${sql(FEED_TABLE)} f
           LEFT JOIN ${sql(CHANGES_TABLE)} c
             ON c.xid >= ${since === undefined ? null : String(since.xmax)}::xid8
-            OR c.xid = ANY (string_to_array(${since === undefined ? null : since.xip.join(",")}::text, ',')::xid8[])
+            OR c.xid = ${anyOf(sql, since === undefined ? null : since.xip.map(String), "xid8")}
           ORDER BY c.seq`,
         this.#options.timeoutMs,
         "polling the change log",

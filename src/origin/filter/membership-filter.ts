@@ -2,7 +2,7 @@ import { BLOCK_BITS, sizeBlockedBloom, type BlockedBloomSize } from "./bloom-siz
 import { idHashes } from "./id-hashes.ts";
 
 /** The origin's false-positive rate at the filter's capacity: at most 1 unknown id in 100 reaches the store. */
-export const FALSE_POSITIVE_RATE = 0.01;
+const FALSE_POSITIVE_RATE = 0.01;
 
 /**
  * The ids that exist, as a cache-line-blocked Bloom filter, so that the origin can answer 404 for an

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { OutgoingInternals } from "./wire.ts";
 
 /**
  * Requests node:http handed over as `checkContinue` (HTTP/1.1, `Expect: 100-continue`): their client waits for
@@ -8,11 +9,6 @@ import type { IncomingMessage, ServerResponse } from "node:http";
  */
 const awaitingContinue = new WeakSet<IncomingMessage>();
 
-/** The field node:http keeps on a response whose request expects a 100 (lib/_http_server.js). */
-interface ExpectContinueInternals {
-  _expect_continue?: boolean;
-}
-
 /**
  * node:http's `checkContinue` event: the request expects a 100 (start-origin.ts). One without a body (no
  * Content-Length or 0, no Transfer-Encoding: a GET, a DELETE) has nothing to wait for: node would still
@@ -21,7 +17,7 @@ interface ExpectContinueInternals {
  */
 export function expectsContinue(req: IncomingMessage, res: ServerResponse): void {
   const { "content-length": length, "transfer-encoding": encoding } = req.headers;
-  if (encoding === undefined && (length === undefined || length === "0")) (res as ServerResponse & ExpectContinueInternals)._expect_continue = false;
+  if (encoding === undefined && (length === undefined || length === "0")) (res as ServerResponse & OutgoingInternals)._expect_continue = false;
   else awaitingContinue.add(req);
 }
 

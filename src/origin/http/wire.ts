@@ -217,8 +217,8 @@ function errorParts(message: string): { headers: string[]; body: Buffer } {
   return { headers: ["Content-Type", JSON_TYPE, "Content-Length", String(body.byteLength)], body };
 }
 
-/** The fields of node's OutgoingMessage read here (lib/_http_outgoing.js, lib/_http_server.js). */
-interface OutgoingInternals {
+/** The fields of node's OutgoingMessage the origin reads or sets (lib/_http_outgoing.js, lib/_http_server.js). */
+export interface OutgoingInternals {
   /** Close the connection once this answer is sent. */
   _last?: boolean;
   /** Its request asked for a 100 (Expect: 100-continue), and whether one was sent. */

@@ -19,7 +19,7 @@
 
 import type { PendingQuery, Row, Sql } from "postgres";
 import { StoreUnavailableError } from "../store/item-store.ts";
-import { openPool, withDeadline, type PostgresOptions } from "../store/postgres/connection.ts";
+import { anyOf, openPool, withDeadline, type PostgresOptions } from "../store/postgres/connection.ts";
 import { CHANGES_TABLE } from "../store/postgres/schema.ts";
 import { CUT_COUNT_CAP, type PendingChange, type PurgeCut, type PurgeSource, type RecentChange } from "./purge-source.ts";
 
@@ -58,7 +58,7 @@ export class PostgresPurgeSource implements PurgeSource {
     for (let i = 0; i < keys.length; i += MARK_BATCH) {
       const batch = keys.slice(i, i + MARK_BATCH);
       await this.#query(
-        (sql) => sql`UPDATE ${sql(CHANGES_TABLE)} SET purged = true WHERE seq = ANY(string_to_array(${batch.join(",")}::text, ',')::bigint[]) AND NOT purged`,
+        (sql) => sql`UPDATE ${sql(CHANGES_TABLE)} SET purged = true WHERE seq = ${anyOf(sql, batch, "bigint")} AND NOT purged`,
         "marking changes purged",
       );
     }

@@ -6,7 +6,7 @@
 // query forever (cancel() cannot reach it). So each query gets our own deadline: cancel() where the
 // server can hear it, and an answer to the caller in any case.
 
-import postgres, { type PendingQuery, type Row, type Sql } from "postgres";
+import postgres, { type Fragment, type PendingQuery, type Row, type Sql, type TransactionSql } from "postgres";
 import { StoreUnavailableError } from "../item-store.ts";
 
 export interface PostgresOptions {
@@ -38,10 +38,28 @@ export function openPool(options: PostgresOptions, max = options.poolSize, onclo
     // No query of the driver's own on each new connection (the array types): postgres 3.4.9 drops that query's
     // promise, so a connection terminated while it runs (pg_terminate_backend, a failover, a proxy's reset)
     // was an unhandled rejection that ended the process (porsager/postgres#1192, #1223). Without the types the
-    // driver cannot send a JS array: array parameters go as text, `= ANY(string_to_array(<comma-separated list>::text, ','))`.
+    // driver cannot send a JS array: lists go as one text parameter (anyOf).
     fetch_types: false,
     // Numbers come back as strings (int8, xid8): the callers decide what to make of them.
   });
+}
+
+/**
+ * `ANY(…)` of `values` sent as one text parameter, each element read as `type` (values hold no comma): the
+ * pools have no array types to send a JS array with (openPool). `null` is no list, and matches nothing.
+ */
+export function anyOf(sql: Sql | TransactionSql, values: readonly string[] | null, type: "text" | "bigint" | "oid" | "xid8"): Fragment {
+  const list = values === null ? null : values.join(",");
+  switch (type) {
+    case "text":
+      return sql`ANY(string_to_array(${list}::text, ','))`;
+    case "bigint":
+      return sql`ANY(string_to_array(${list}::text, ',')::bigint[])`;
+    case "oid":
+      return sql`ANY(string_to_array(${list}::text, ',')::oid[])`;
+    case "xid8":
+      return sql`ANY(string_to_array(${list}::text, ',')::xid8[])`;
+  }
 }
 
 /** `query`, or a StoreUnavailableError once `ms` have passed (the query is cancelled). */

@@ -6,7 +6,7 @@
 import type { Fragment, PendingQuery, Sql } from "postgres";
 import { EPOCH, etagFor, parseEtag, randomEpoch } from "../etag.ts";
 import { PreconditionFailedError, type DeleteResult, type ItemStore, type PutResult, type StoredItem, type WriteCondition } from "../item-store.ts";
-import { answers, closePool, openPool, unavailable, withDeadline, type PostgresOptions } from "./connection.ts";
+import { answers, anyOf, closePool, openPool, unavailable, withDeadline, type PostgresOptions } from "./connection.ts";
 import { ITEMS_TABLE } from "./schema.ts";
 
 const SEED_BATCH = 1000;
@@ -147,12 +147,11 @@ export class OwnedTableStore implements ItemStore {
     const sql = this.#sql;
     const key = sql`(${sql(row)}.epoch || ${sql(row)}.version::text)`;
     const { ifMatch, ifNoneMatch } = condition;
-    // One text parameter (keys hold no comma): no array type for the driver to look up.
-    const anyOf = (etags: readonly string[]) => sql`${key} = ANY(string_to_array(${versionKeys(etags).join(",")}::text, ','))`;
-    const match = ifMatch === undefined || ifMatch === "*" ? sql`TRUE` : anyOf(ifMatch);
+    const oneOf = (etags: readonly string[]) => sql`${key} = ${anyOf(sql, versionKeys(etags), "text")}`;
+    const match = ifMatch === undefined || ifMatch === "*" ? sql`TRUE` : oneOf(ifMatch);
     if (ifNoneMatch === undefined) return match;
     if (ifNoneMatch === "*") return sql`FALSE`;
-    return sql`${match} AND NOT ${anyOf(ifNoneMatch)}`;
+    return sql`${match} AND NOT ${oneOf(ifNoneMatch)}`;
   }
 
   async count(): Promise<number> {

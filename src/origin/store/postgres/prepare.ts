@@ -11,7 +11,7 @@
 import type { Sql, TransactionSql } from "postgres";
 import { ConfigError } from "../../../shared/config/config-error.ts";
 import { StoreUnavailableError } from "../item-store.ts";
-import { openPool, unavailable, type PostgresOptions } from "./connection.ts";
+import { anyOf, openPool, unavailable, type PostgresOptions } from "./connection.ts";
 import {
   CHANGES_TABLE,
   changeLogSql,
@@ -280,7 +280,7 @@ export async function otherFedTables(tx: Tx, ours: readonly string[]): Promise<F
   const rows = await tx<{ table: string; trigger: string }[]>`
     SELECT format('%I.%I', n.nspname, c.relname) AS table, quote_ident(t.tgname) AS trigger
     FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-    WHERE p.proname = ${TRIGGER_FUNCTION} AND t.tgparentid = 0 AND NOT (t.tgrelid = ANY(string_to_array(${ours.join(",")}::text, ',')::oid[]))
+    WHERE p.proname = ${TRIGGER_FUNCTION} AND t.tgparentid = 0 AND NOT (t.tgrelid = ${anyOf(tx, ours, "oid")})
     ORDER BY 1, 2`;
   const tables = new Map<string, string[]>();
   for (const { table, trigger } of rows) tables.set(table, [...(tables.get(table) ?? []), trigger]);

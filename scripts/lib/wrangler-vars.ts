@@ -42,9 +42,9 @@ export function readWranglerVars(
     vars = env.vars ?? {};
   }
   const table = envName === undefined ? "[vars]" : `[env.${envName}.vars]`;
+  const known = [...PLAIN_VAR_NAMES];
   for (const name of Object.keys(vars)) {
     if (PLAIN_VAR_NAMES.has(name)) continue;
-    const known = [...PLAIN_VAR_NAMES];
     const near = closestName(name, known);
     throw new Error(
       EDGE_VARS.some((doc) => doc.name === name)
@@ -100,17 +100,16 @@ export function varFlags(argv: readonly string[]): Record<string, string> {
     while (i + 1 < argv.length && !argv[i + 1]!.startsWith("-")) pairs.push(argv[++i]!);
     if (pairs.length === first) throw new Error("--var needs NAME:VALUE, e.g. --var CORS_ALLOW_ORIGINS:https://app.example.com");
   }
-  const known = PLAIN_VARS.map((doc) => doc.name as string);
   const vars: Record<string, string> = {};
   for (const pair of pairs) {
     const colon = pair.indexOf(":");
     const name = pair.slice(0, colon);
     if (colon <= 0) throw new Error(`--var ${pair}: write NAME:VALUE, e.g. --var CORS_ALLOW_ORIGINS:https://app.example.com`);
-    if (!known.includes(name)) {
+    if (!PLAIN_VAR_NAMES.has(name)) {
       throw new Error(
         EDGE_VARS.some((doc) => doc.name === name)
           ? `--var ${name}: a secret, never a var (wrangler would deploy it in plain text); use \`wrangler secret put ${name}\`.`
-          : `--var ${name}: not one of the worker's vars (${known.join(", ")}).`,
+          : `--var ${name}: not one of the worker's vars (${[...PLAIN_VAR_NAMES].join(", ")}).`,
       );
     }
     vars[name] = pair.slice(colon + 1);
